@@ -1,0 +1,176 @@
+// Migrator against a real PostgreSQL: up, down, status, refusals, one transaction per step,
+// and the identical schema after up → down → up.
+#include "migrator.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <thread>
+
+#include "database_test.h"
+#include "migrations.h"
+#include "run_command.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using testing::DatabaseTest;
+using testing::QueryValue;
+
+class MigratorTest : public DatabaseTest {
+ protected:
+  MigratorTest() : DatabaseTest(Start::kEmpty) {}
+
+  // The schema as pg_dump sees it, without ownership noise and without the \restrict lines,
+  // whose key pg_dump draws at random on every run.
+  std::string SchemaDump() {
+    auto result = testing::RunCommand({(testing::PostgresEnvironment::Cluster().bindir() /
+                                        "pg_dump").string(),
+                                       "--schema-only", "--no-owner", "--no-privileges",
+                                       "--dbname=" + conninfo()});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    std::istringstream in(result.out);
+    std::string dump, line;
+    while (std::getline(in, line)) {
+      if (!line.starts_with("\\restrict ") && !line.starts_with("\\unrestrict ")) dump += line + "\n";
+    }
+    return dump;
+  }
+
+  bool Exists(const std::string& regclass) {
+    return QueryValue<bool>(db(), "SELECT to_regclass('" + regclass + "') IS NOT NULL");
+  }
+};
+
+const int kNewest = static_cast<int>(EmbeddedMigrations().size());
+
+TEST_F(MigratorTest, UpAppliesEveryMigrationInOrderAndRecordsIt) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  Migrator::Result result = migrator.Up();
+  ASSERT_TRUE(result.ok()) << result.error;
+  ASSERT_EQ(static_cast<int>(result.steps.size()), kNewest);
+  for (int i = 0; i < kNewest; ++i) EXPECT_EQ(result.steps[i].version, i + 1);
+  EXPECT_EQ(result.steps[0].name, "0001_init");
+  EXPECT_EQ(migrator.DatabaseVersion(), kNewest);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.migrations"), kNewest);
+  EXPECT_TRUE(Exists("bulkhead.jobs"));
+  EXPECT_TRUE(Exists("bulkhead.channels"));
+}
+
+TEST_F(MigratorTest, UpOnAnUpToDateDatabaseDoesNothing) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  Migrator::Result again = migrator.Up();
+  EXPECT_TRUE(again.ok()) << again.error;
+  EXPECT_TRUE(again.steps.empty());
+}
+
+TEST_F(MigratorTest, StatusReadsWithoutCreatingAnything) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  Migrator::Report before = migrator.Status();
+  EXPECT_EQ(before.database_version, 0);
+  EXPECT_EQ(before.binary_version, kNewest);
+  ASSERT_EQ(static_cast<int>(before.rows.size()), kNewest);
+  EXPECT_TRUE(before.rows[0].applied_at.empty());
+  EXPECT_FALSE(QueryValue<bool>(db(), "SELECT to_regnamespace('bulkhead') IS NOT NULL"));
+
+  ASSERT_TRUE(migrator.Up().ok());
+  Migrator::Report after = migrator.Status();
+  EXPECT_EQ(after.database_version, kNewest);
+  EXPECT_FALSE(after.rows[0].applied_at.empty());
+}
+
+TEST_F(MigratorTest, UpAfterDownGivesBackTheIdenticalSchema) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  std::string first = SchemaDump();
+  ASSERT_NE(first.find("CREATE TABLE bulkhead.jobs"), std::string::npos);
+  ASSERT_NE(first.find("CREATE INDEX jobs_claim"), std::string::npos);
+
+  Migrator::Result down = migrator.Down(kNewest);
+  ASSERT_TRUE(down.ok()) << down.error;
+  EXPECT_EQ(static_cast<int>(down.steps.size()), kNewest);
+  EXPECT_EQ(down.steps.front().version, kNewest);  // newest reversed first
+  EXPECT_EQ(migrator.DatabaseVersion(), 0);
+  EXPECT_FALSE(Exists("bulkhead.jobs"));
+  // Only the runner's own version table is left in the schema.
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON "
+                            "n.oid = c.relnamespace WHERE n.nspname = 'bulkhead' AND "
+                            "c.relkind IN ('r', 'i', 'S', 'v') AND c.relname <> 'migrations' "
+                            "AND c.relname <> 'migrations_pkey'"),
+            0);
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON "
+                            "n.oid = p.pronamespace WHERE n.nspname = 'bulkhead'"),
+            0);
+
+  ASSERT_TRUE(migrator.Up().ok());
+  EXPECT_EQ(SchemaDump(), first);
+}
+
+TEST_F(MigratorTest, DownStopsWhenNothingIsLeftToReverse) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  Migrator::Result down = migrator.Down(kNewest + 5);
+  EXPECT_TRUE(down.ok()) << down.error;
+  EXPECT_EQ(static_cast<int>(down.steps.size()), kNewest);
+  EXPECT_TRUE(migrator.Down(1).steps.empty());
+}
+
+TEST_F(MigratorTest, RefusesADatabaseNewerThanTheBinaryAndLeavesItAlone) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  {
+    pqxx::work tx(db());
+    tx.exec("INSERT INTO bulkhead.migrations (version, name) VALUES (" +
+            std::to_string(kNewest + 1) + ", 'from_the_future')");
+    tx.commit();
+  }
+  Migrator::Result up = migrator.Up();
+  EXPECT_FALSE(up.ok());
+  EXPECT_NE(up.error.find("newer than this binary"), std::string::npos) << up.error;
+  Migrator::Result down = migrator.Down(1);
+  EXPECT_FALSE(down.ok());
+  EXPECT_TRUE(down.steps.empty());
+  EXPECT_TRUE(Exists("bulkhead.jobs"));
+  EXPECT_EQ(migrator.Status().rows.back().version, kNewest + 1);
+}
+
+// A migration list of our own: the second one fails halfway.
+const Migration kBrokenSecond[] = {
+    {1, "first", "CREATE TABLE bulkhead.first (id int)", "DROP TABLE bulkhead.first"},
+    {2, "broken", "CREATE TABLE bulkhead.second (id int); SELECT 1 / 0",
+     "DROP TABLE bulkhead.second"},
+    {3, "third", "CREATE TABLE bulkhead.third (id int)", "DROP TABLE bulkhead.third"},
+};
+
+TEST_F(MigratorTest, EachMigrationIsItsOwnTransaction) {
+  Migrator migrator(db(), kBrokenSecond);
+  Migrator::Result result = migrator.Up();
+  EXPECT_FALSE(result.ok());
+  EXPECT_NE(result.error.find("0002_broken"), std::string::npos) << result.error;
+  EXPECT_NE(result.error.find("division by zero"), std::string::npos) << result.error;
+  ASSERT_EQ(result.steps.size(), 1u);
+  EXPECT_EQ(migrator.DatabaseVersion(), 1);
+  EXPECT_TRUE(Exists("bulkhead.first"));
+  EXPECT_FALSE(Exists("bulkhead.second"));  // rolled back with its step, not half-applied
+  EXPECT_FALSE(Exists("bulkhead.third"));
+}
+
+TEST_F(MigratorTest, ConcurrentRunnersApplyEachMigrationOnce) {
+  // Two nodes deploying at once: the advisory lock serialises them.
+  auto other = Connect();
+  Migrator::Result a, b;
+  std::thread t([&] { a = Migrator(*other, EmbeddedMigrations()).Up(); });
+  b = Migrator(db(), EmbeddedMigrations()).Up();
+  t.join();
+  ASSERT_TRUE(a.ok()) << a.error;
+  ASSERT_TRUE(b.ok()) << b.error;
+  EXPECT_EQ(static_cast<int>(a.steps.size() + b.steps.size()), kNewest);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.migrations"), kNewest);
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,57 @@
+#include "database_test.h"
+
+#include "migrations.h"
+#include "migrator.h"
+
+namespace bulkhead::testing {
+namespace {
+
+std::unique_ptr<ThrowawayPostgres> cluster;
+int next_database = 0;
+
+void Admin(const std::string& sql) {
+  pqxx::connection admin(cluster->ConnectionString("postgres"));
+  pqxx::nontransaction(admin).exec(sql);  // CREATE/DROP DATABASE cannot run in a transaction
+}
+
+}  // namespace
+
+void PostgresEnvironment::SetUp() {
+  try {
+    cluster = ThrowawayPostgres::Start();
+    Admin(std::string("CREATE DATABASE ") + kTemplate);
+    pqxx::connection conn(cluster->ConnectionString(kTemplate));
+    Migrator::Result result = Migrator(conn, EmbeddedMigrations()).Up();
+    ASSERT_TRUE(result.ok()) << "migrating " << kTemplate << ": " << result.error;
+  } catch (const std::exception& e) {
+    FAIL() << "starting the throwaway PostgreSQL: " << e.what();
+  }
+}
+
+void PostgresEnvironment::TearDown() { cluster.reset(); }
+
+ThrowawayPostgres& PostgresEnvironment::Cluster() { return *cluster; }
+
+void DatabaseTest::SetUp() {
+  ASSERT_NE(cluster, nullptr) << "the throwaway PostgreSQL did not start";
+  dbname_ = "t_" + std::to_string(++next_database);
+  Admin("CREATE DATABASE " + dbname_ +
+        (start_ == Start::kMigrated ? std::string(" TEMPLATE ") + PostgresEnvironment::kTemplate
+                                    : std::string(" TEMPLATE template0")));
+}
+
+void DatabaseTest::TearDown() {
+  db_.reset();
+  if (!dbname_.empty() && cluster) Admin("DROP DATABASE IF EXISTS " + dbname_ + " WITH (FORCE)");
+}
+
+pqxx::connection& DatabaseTest::db() {
+  if (!db_) db_ = Connect();
+  return *db_;
+}
+
+std::unique_ptr<pqxx::connection> DatabaseTest::Connect() const {
+  return std::make_unique<pqxx::connection>(conninfo());
+}
+
+}  // namespace bulkhead::testing

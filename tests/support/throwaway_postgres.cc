@@ -1,0 +1,235 @@
+#include "throwaway_postgres.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace bulkhead::testing {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kDirPrefix = "bulkhead-pg-";
+constexpr const char* kSuperuser = "bulkhead";
+constexpr auto kStartTimeout = std::chrono::seconds(60);
+constexpr auto kStopTimeout = std::chrono::seconds(30);
+
+fs::path TempRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  return (tmp != nullptr && *tmp != '\0') ? fs::path(tmp) : fs::path("/tmp");
+}
+
+// BULKHEAD_PG_BINDIR, else the folder pg_config named when the project was configured.
+fs::path ServerBindir() {
+  const char* env = std::getenv("BULKHEAD_PG_BINDIR");
+  fs::path dir = (env != nullptr && *env != '\0') ? fs::path(env) : fs::path(BULKHEAD_PG_BINDIR);
+  if (!fs::exists(dir / "initdb") || !fs::exists(dir / "postgres")) {
+    throw std::runtime_error("no initdb and postgres in " + dir.string() +
+                             " (install postgresql-15: ./setup.sh, or set BULKHEAD_PG_BINDIR)");
+  }
+  return dir;
+}
+
+bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+// Removes clusters left by test processes that died without cleaning up.
+void SweepAbandoned() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(TempRoot(), ec)) {
+    if (!entry.path().filename().string().starts_with(kDirPrefix)) continue;
+    std::ifstream owner(entry.path() / "owner.pid");
+    pid_t pid = 0;
+    if (owner >> pid && ProcessAlive(pid)) continue;
+    std::ifstream postmaster(entry.path() / "data" / "postmaster.pid");
+    pid_t server = 0;
+    if (postmaster >> server && ProcessAlive(server)) kill(server, SIGQUIT);
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+// The unprivileged user the server runs as: `postgres` when we are root, else ourselves.
+struct RunAs {
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+RunAs ServerUser() {
+  if (geteuid() != 0) return {};
+  const passwd* pw = getpwnam("postgres");
+  if (pw == nullptr) {
+    throw std::runtime_error(
+        "running as root and there is no `postgres` user to run the throwaway cluster as "
+        "(install postgresql-15: ./setup.sh)");
+  }
+  return {true, pw->pw_uid, pw->pw_gid};
+}
+
+// In the child after fork(): drop to `user`, arrange to die with the parent, send output to
+// `log`, and exec `argv`. Only async-signal-safe calls (no allocation); exits 127 on failure.
+[[noreturn]] void ExecChild(const RunAs& user, char* const* argv, const char* log,
+                            pid_t parent) {
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) _exit(127);
+  dup2(fd, STDOUT_FILENO);
+  dup2(fd, STDERR_FILENO);
+  int null_fd = open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+  if (user.switch_user) {
+    if (setgroups(0, nullptr) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0) _exit(127);
+  }
+  // After the credential change, which would clear it. For postgres, SIGINT is a fast shutdown.
+  prctl(PR_SET_PDEATHSIG, SIGINT);
+  if (getppid() != parent) _exit(127);
+  execv(argv[0], argv);
+  _exit(127);
+}
+
+// Starts `argv` as `user` with its output appended to `log`; the child dies with this process.
+pid_t Spawn(const RunAs& user, const std::vector<std::string>& argv, const fs::path& log) {
+  // Everything the child needs is allocated before fork(): the parent may have other threads.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::string log_path = log.string();
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) ExecChild(user, args.data(), log_path.c_str(), parent);
+  return pid;
+}
+
+std::string Tail(const fs::path& log, size_t max_bytes = 4000) {
+  std::ifstream in(log);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+}
+
+// A loopback TCP port nobody listens on now. Another process may take it before the server
+// binds it; the server then fails to start and Start() reports it with the log.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error(std::string("finding a free port: ") + std::strerror(errno));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+std::unique_ptr<ThrowawayPostgres> ThrowawayPostgres::Start() {
+  SweepAbandoned();
+  fs::path bindir = ServerBindir();
+  std::string pattern = (TempRoot() / (std::string(kDirPrefix) + "XXXXXX")).string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
+  }
+  std::unique_ptr<ThrowawayPostgres> pg(new ThrowawayPostgres(pattern, bindir));
+  pg->Launch();
+  return pg;
+}
+
+ThrowawayPostgres::ThrowawayPostgres(fs::path root, fs::path bindir)
+    : root_(std::move(root)), bindir_(std::move(bindir)) {
+  std::ofstream(root_ / "owner.pid") << getpid() << "\n";
+}
+
+void ThrowawayPostgres::Launch() {
+  RunAs user = ServerUser();
+  if (user.switch_user && chown(root_.c_str(), user.uid, user.gid) != 0) {
+    throw std::runtime_error("chown " + root_.string() + ": " + std::strerror(errno));
+  }
+  fs::path log = root_ / "server.log";
+
+  pid_t initdb = Spawn(user,
+                       {(bindir_ / "initdb").string(), "--pgdata=" + (root_ / "data").string(),
+                        std::string("--username=") + kSuperuser, "--auth=trust",
+                        "--encoding=UTF8", "--no-locale", "--no-sync", "--no-instructions"},
+                       log);
+  int status = 0;
+  waitpid(initdb, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("initdb failed:\n" + Tail(log));
+  }
+
+  port_ = FreePort();
+  server_pid_ = Spawn(user,
+                      {(bindir_ / "postgres").string(), "-D", (root_ / "data").string(), "-p",
+                       std::to_string(port_), "-k", root_.string(), "-c",
+                       "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c",
+                       "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
+                       "max_connections=200", "-c", "shared_buffers=128MB", "-c",
+                       "log_min_messages=warning", "-c", "log_min_error_statement=panic"},
+                      log);
+
+  std::string conninfo = ConnectionString("postgres");
+  auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (PQping(conninfo.c_str()) != PQPING_OK) {
+    if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
+      server_pid_ = -1;
+      throw std::runtime_error("postgres exited at start:\n" + Tail(log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("postgres did not accept connections within 60 s:\n" + Tail(log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+ThrowawayPostgres::~ThrowawayPostgres() {
+  if (server_pid_ > 0) {
+    kill(server_pid_, SIGINT);  // fast shutdown: ends sessions, no checkpoint wait for clients
+    auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
+    int status = 0;
+    while (waitpid(server_pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(server_pid_, SIGKILL);
+        waitpid(server_pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(root_, ec);
+}
+
+std::string ThrowawayPostgres::ConnectionString(const std::string& dbname) const {
+  return "host=" + root_.string() + " port=" + std::to_string(port_) + " user=" + kSuperuser +
+         " dbname=" + dbname;
+}
+
+std::string ThrowawayPostgres::Url(const std::string& dbname) const {
+  return "postgresql://" + std::string(kSuperuser) + "@127.0.0.1:" + std::to_string(port_) + "/" +
+         dbname;
+}
+
+}  // namespace bulkhead::testing

@@ -1,0 +1,47 @@
+// bulkhead: the delivery worker and its admin CLI. This file only dispatches to the verbs.
+#include <iostream>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "exit_codes.h"
+#include "migrate_command.h"
+#include "version.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: bulkhead <command> [options]
+
+Bulkhead delivers webhooks enqueued in Postgres, keeping one tenant's dead endpoint from
+slowing any other.
+
+commands:
+  migrate up | down [N] | status   apply or reverse the schema migrations
+
+options:
+  -h, --help      show this help (also after a command)
+  --version       print the version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << "bulkhead: missing command (try: bulkhead --help)\n";
+    return bulkhead::kExitUsage;
+  }
+  std::string_view command = args.front();
+  std::span<const std::string_view> rest(args.begin() + 1, args.end());
+  if (command == "-h" || command == "--help") {
+    std::cout << kUsage;
+    return bulkhead::kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "bulkhead " << bulkhead::kVersion << "\n";
+    return bulkhead::kExitOk;
+  }
+  if (command == "migrate") return bulkhead::RunMigrateCommand(rest);
+  std::cerr << "bulkhead: unknown command '" << command << "' (try: bulkhead --help)\n";
+  return bulkhead::kExitUsage;
+}
