@@ -25,15 +25,15 @@ class MigratorTest : public DatabaseTest {
   // The schema as pg_dump sees it, without ownership noise and without the \restrict lines,
   // whose key pg_dump draws at random on every run.
   std::string SchemaDump() {
-    auto result = testing::RunCommand({(testing::PostgresEnvironment::Cluster().bindir() /
-                                        "pg_dump").string(),
-                                       "--schema-only", "--no-owner", "--no-privileges",
-                                       "--dbname=" + conninfo()});
+    auto result = testing::RunCommand(
+        {(testing::PostgresEnvironment::Cluster().bindir() / "pg_dump").string(), "--schema-only",
+         "--no-owner", "--no-privileges", "--dbname=" + conninfo()});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     std::istringstream in(result.out);
     std::string dump, line;
     while (std::getline(in, line)) {
-      if (!line.starts_with("\\restrict ") && !line.starts_with("\\unrestrict ")) dump += line + "\n";
+      if (!line.starts_with("\\restrict ") && !line.starts_with("\\unrestrict "))
+        dump += line + "\n";
     }
     return dump;
   }

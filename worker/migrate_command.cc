@@ -82,8 +82,8 @@ int RunMigrateCommand(std::span<const std::string_view> args) {
       int n = 0;
       auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), n);
       if (ec != std::errc() || end != arg.data() + arg.size() || n < 1) {
-        return UsageError("down takes a positive number of migrations, not '" +
-                          std::string(arg) + "'");
+        return UsageError("down takes a positive number of migrations, not '" + std::string(arg) +
+                          "'");
       }
       steps = n;
     } else {

@@ -44,8 +44,8 @@ class Migrator {
   };
 
   struct Report {
-    int database_version;  // highest applied, 0 for none
-    int binary_version;    // newest in `migrations`
+    int database_version;   // highest applied, 0 for none
+    int binary_version;     // newest in `migrations`
     std::vector<Row> rows;  // every known migration, then unknown applied ones
   };
 

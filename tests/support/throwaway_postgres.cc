@@ -84,8 +84,7 @@ RunAs ServerUser() {
 
 // In the child after fork(): drop to `user`, arrange to die with the parent, send output to
 // `log`, and exec `argv`. Only async-signal-safe calls (no allocation); exits 127 on failure.
-[[noreturn]] void ExecChild(const RunAs& user, char* const* argv, const char* log,
-                            pid_t parent) {
+[[noreturn]] void ExecChild(const RunAs& user, char* const* argv, const char* log, pid_t parent) {
   int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd < 0) _exit(127);
   dup2(fd, STDOUT_FILENO);
@@ -171,8 +170,8 @@ void ThrowawayPostgres::Launch() {
 
   pid_t initdb = Spawn(user,
                        {(bindir_ / "initdb").string(), "--pgdata=" + (root_ / "data").string(),
-                        std::string("--username=") + kSuperuser, "--auth=trust",
-                        "--encoding=UTF8", "--no-locale", "--no-sync", "--no-instructions"},
+                        std::string("--username=") + kSuperuser, "--auth=trust", "--encoding=UTF8",
+                        "--no-locale", "--no-sync", "--no-instructions"},
                        log);
   int status = 0;
   waitpid(initdb, &status, 0);
@@ -182,12 +181,29 @@ void ThrowawayPostgres::Launch() {
 
   port_ = FreePort();
   server_pid_ = Spawn(user,
-                      {(bindir_ / "postgres").string(), "-D", (root_ / "data").string(), "-p",
-                       std::to_string(port_), "-k", root_.string(), "-c",
-                       "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c",
-                       "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
-                       "max_connections=200", "-c", "shared_buffers=128MB", "-c",
-                       "log_min_messages=warning", "-c", "log_min_error_statement=panic"},
+                      {(bindir_ / "postgres").string(),
+                       "-D",
+                       (root_ / "data").string(),
+                       "-p",
+                       std::to_string(port_),
+                       "-k",
+                       root_.string(),
+                       "-c",
+                       "listen_addresses=127.0.0.1",
+                       "-c",
+                       "fsync=off",
+                       "-c",
+                       "synchronous_commit=off",
+                       "-c",
+                       "full_page_writes=off",
+                       "-c",
+                       "max_connections=200",
+                       "-c",
+                       "shared_buffers=128MB",
+                       "-c",
+                       "log_min_messages=warning",
+                       "-c",
+                       "log_min_error_statement=panic"},
                       log);
 
   std::string conninfo = ConnectionString("postgres");

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/run.sh — the README's test command, and what CI runs (.ci/run).
+#
+# Installs what is missing (./setup.sh), builds, and runs the whole suite three times: the
+# Release build, then AddressSanitizer+UBSan and ThreadSanitizer builds. Every test that touches
+# SQL starts its own throwaway PostgreSQL 15 (tests/support/throwaway_postgres.h); nothing needs
+# to be running beforehand. Exits non-zero if any test in any build fails, after printing every
+# build's ctest summary at the end.
+#
+#   tests/run.sh                          # release + asan + tsan
+#   BULKHEAD_SANITIZERS= tests/run.sh     # release only (quick local loop)
+#   BULKHEAD_SANITIZERS=tsan tests/run.sh # release + tsan
+#   tests/run.sh -R migrator              # extra arguments go to ctest
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+
+sanitizers=${BULKHEAD_SANITIZERS-asan tsan}
+setup_args=()
+for s in $sanitizers; do setup_args+=(--build "$s"); done
+./setup.sh "${setup_args[@]}" || exit $?
+
+# Sanitizer findings are failures, with stacks.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+summary=()
+failed=0
+for build in release $sanitizers; do
+  case "$build" in
+    release) dir=build ;;
+    *) dir=build/$build ;;
+  esac
+  echo "==== ctest: $build ($dir)"
+  log=$(mktemp)
+  ctest --test-dir "$dir" --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@" \
+    2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || failed=1
+  cases=0
+  for t in "$dir"/bin/*_test; do
+    n=$("$t" --gtest_list_tests 2>/dev/null | grep -c '^  ') && cases=$((cases + n))
+  done
+  line=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
+  summary+=("$build: ${line:-no ctest summary (exit $rc)} — $cases test cases")
+  rm -f "$log"
+done
+
+echo
+echo "==== summary"
+printf '%s\n' "${summary[@]}"
+exit $failed
