@@ -1,7 +1,6 @@
 -- 0001_init, reversed. Leaves the schema `bulkhead` and its version table to the runner.
 DROP FUNCTION bulkhead.enqueue_many(bigint[], jsonb[], text[], timestamptz[]);
 DROP FUNCTION bulkhead.enqueue(bigint, jsonb, text, timestamptz);
-DROP FUNCTION bulkhead.enqueue_items(text, boolean, bigint[], jsonb[], text[], timestamptz[]);
 DROP FUNCTION bulkhead.check_delivery(jsonb, text, integer, text);
 DROP FUNCTION bulkhead.route(bigint, text);
 DROP TYPE bulkhead.route;

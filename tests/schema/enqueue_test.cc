@@ -1,1 +1,482 @@
+// bulkhead.enqueue and bulkhead.enqueue_many: the row a delivery becomes (queue from the tenant's
+// tier, state from the channel's breaker), the caller's transaction deciding whether it exists,
+// deduplication on (channel, idempotency key) including between concurrent sessions,
+// scheduling, every refusal (SQLSTATE, message, and no row left behind), and the batch form's
+// ordering, deduplication, all-or-nothing refusal and array checks.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "database_test.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using testing::CreateChannel;
+using testing::CreateTenant;
+using testing::DatabaseTest;
+using testing::QueryValue;
+
+struct SqlFailure {
+  std::string sqlstate;
+  std::string message;  // the primary message: no "ERROR:" and no CONTEXT lines
+};
+
+// Runs `sql` in a transaction that is rolled back, expecting it to fail.
+SqlFailure Failure(pqxx::connection_base& conn, const std::string& sql) {
+  pqxx::work tx(conn);
+  try {
+    tx.exec(sql);
+  } catch (const pqxx::sql_error& e) {
+    std::string message = e.what();
+    if (message.starts_with("ERROR:  ")) message.erase(0, 8);
+    return {e.sqlstate(), message.substr(0, message.find('\n'))};
+  }
+  ADD_FAILURE() << "no error from: " << sql;
+  return {};
+}
+
+// SELECT bulkhead.enqueue(<args>) in `tx`; returns the id.
+int64_t Enqueue(pqxx::transaction_base& tx, const std::string& args) {
+  return tx.exec1("SELECT bulkhead.enqueue(" + args + ")")[0].as<int64_t>();
+}
+
+// SELECT bulkhead.enqueue_many(<args>) in `tx`; returns the ids in the array's order.
+std::vector<int64_t> EnqueueMany(pqxx::transaction_base& tx, const std::string& args) {
+  std::vector<int64_t> ids;
+  for (const auto& row : tx.exec("SELECT u.id FROM unnest(bulkhead.enqueue_many(" + args +
+                                 ")) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord")) {
+    ids.push_back(row[0].as<int64_t>());
+  }
+  return ids;
+}
+
+std::string Str(int64_t id) { return std::to_string(id); }
+
+// A tenant `acme` on the default tier with one channel; more when a test needs them.
+class EnqueueTest : public DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    tenant_ = CreateTenant(db(), "acme");
+    channel_ = CreateChannel(db(), tenant_);
+  }
+
+  int JobCount() { return QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs"); }
+
+  // Enqueues one job in a transaction of its own and commits it.
+  int64_t EnqueueCommitted(const std::string& args) {
+    pqxx::work tx(db());
+    int64_t id = Enqueue(tx, args);
+    tx.commit();
+    return id;
+  }
+
+  // Sets `sql` on the channel, e.g. "breaker_state = 'open', breaker_probe_at = now()".
+  void UpdateChannel(int64_t channel, const std::string& sql) {
+    pqxx::work tx(db());
+    tx.exec("UPDATE bulkhead.channels SET " + sql + " WHERE id = " + Str(channel));
+    tx.commit();
+  }
+
+  int64_t tenant_ = 0;
+  int64_t channel_ = 0;
+};
+
+// ---- The row ---------------------------------------------------------------------------------
+
+TEST_F(EnqueueTest, ReturnsTheNewIdOfAnAvailableFreshJob) {
+  pqxx::work tx(db());
+  int64_t id = Enqueue(tx, Str(channel_) + ", '{\"event\": \"invoice.paid\", \"n\": 7}'");
+  auto row = tx.exec_params1(
+      "SELECT queue, tenant_id, channel_id, state, priority, attempt, max_attempts, "
+      "scheduled_at = now(), payload::text, idempotency_key IS NULL, created_at = now() "
+      "FROM bulkhead.jobs WHERE id = $1",
+      id);
+  tx.commit();
+  EXPECT_EQ(row[0].as<std::string>(), "default");
+  EXPECT_EQ(row[1].as<int64_t>(), tenant_);
+  EXPECT_EQ(row[2].as<int64_t>(), channel_);
+  EXPECT_EQ(row[3].as<std::string>(), "available");
+  EXPECT_EQ(row[4].as<int>(), 1);
+  EXPECT_EQ(row[5].as<int>(), 0);
+  EXPECT_EQ(row[6].as<int>(), 8);
+  EXPECT_TRUE(row[7].as<bool>());  // scheduled_at is the transaction's now()
+  EXPECT_EQ(row[8].as<std::string>(), "{\"n\": 7, \"event\": \"invoice.paid\"}");
+  EXPECT_TRUE(row[9].as<bool>());
+  EXPECT_TRUE(row[10].as<bool>());
+  EXPECT_EQ(JobCount(), 1);
+}
+
+TEST_F(EnqueueTest, QueuesAJobOnItsTenantsTier) {
+  int64_t bulk_tenant = CreateTenant(db(), "globex", "bulk");
+  int64_t bulk_channel = CreateChannel(db(), bulk_tenant, "https://globex.example/hooks");
+  int64_t id = EnqueueCommitted(Str(bulk_channel) + ", '[1, 2, 3]'");
+  auto row = QueryValue<std::string>(
+      db(),
+      "SELECT queue || ' ' || tenant_id || ' ' || channel_id || ' ' || payload::text "
+      "FROM bulkhead.jobs WHERE id = " +
+          Str(id));
+  EXPECT_EQ(row, "bulk " + Str(bulk_tenant) + " " + Str(bulk_channel) + " [1, 2, 3]");
+}
+
+TEST_F(EnqueueTest, TheJobExistsOnlyIfTheCallersTransactionCommits) {
+  {
+    pqxx::work tx(db());
+    int64_t id = Enqueue(tx, Str(channel_) + ", '{}'");
+    EXPECT_EQ(tx.exec1("SELECT count(*) FROM bulkhead.jobs WHERE id = " + Str(id))[0].as<int>(), 1);
+    tx.abort();
+  }
+  EXPECT_EQ(JobCount(), 0);
+}
+
+// ---- Deduplication ---------------------------------------------------------------------------
+
+TEST_F(EnqueueTest, DeduplicatesOnChannelAndIdempotencyKey) {
+  pqxx::work tx(db());
+  int64_t first = Enqueue(tx, Str(channel_) + ", '{\"n\": 1}', 'order-42'");
+  int64_t second = Enqueue(tx, Str(channel_) + ", '{\"n\": 2}', 'order-42'");
+  tx.commit();
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(JobCount(), 1);
+  EXPECT_EQ(QueryValue<std::string>(db(), "SELECT payload::text FROM bulkhead.jobs"), "{\"n\": 1}");
+}
+
+TEST_F(EnqueueTest, TheSameKeyOnAnotherChannelMakesASecondJob) {
+  int64_t other = CreateChannel(db(), tenant_, "https://example.com/other");
+  pqxx::work tx(db());
+  int64_t a = Enqueue(tx, Str(channel_) + ", '{}', 'order-42'");
+  int64_t b = Enqueue(tx, Str(other) + ", '{}', 'order-42'");
+  tx.commit();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT count(*) FROM bulkhead.jobs WHERE idempotency_key = "
+                            "'order-42' AND channel_id IN (" +
+                                Str(channel_) + ", " + Str(other) + ")"),
+            2);
+}
+
+TEST_F(EnqueueTest, ANullKeyNeverDeduplicates) {
+  pqxx::work tx(db());
+  int64_t a = Enqueue(tx, Str(channel_) + ", '{}'");
+  int64_t b = Enqueue(tx, Str(channel_) + ", '{}', NULL");
+  int64_t c = Enqueue(tx, Str(channel_) + ", '{}', NULL");
+  tx.commit();
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, c);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(JobCount(), 3);
+}
+
+TEST_F(EnqueueTest, DeduplicatesAcrossCommittedTransactions) {
+  int64_t first = EnqueueCommitted(Str(channel_) + ", '{\"n\": 1}', 'order-42'");
+  int64_t second = EnqueueCommitted(Str(channel_) + ", '{\"n\": 2}', 'order-42'");
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(JobCount(), 1);
+}
+
+TEST_F(EnqueueTest, AConcurrentDuplicateWaitsAndReturnsTheCommittedJobsId) {
+  auto other = Connect();
+  const int other_pid = other->backendpid();
+  auto watcher = Connect();
+
+  pqxx::work a(db());
+  int64_t a_id = Enqueue(a, Str(channel_) + ", '{\"from\": \"a\"}', 'k'");
+
+  int64_t b_id = 0;
+  std::string b_error;
+  std::thread b([&] {
+    try {
+      pqxx::work tx(*other);
+      b_id = Enqueue(tx, Str(channel_) + ", '{\"from\": \"b\"}', 'k'");
+      tx.commit();
+    } catch (const std::exception& e) {
+      b_error = e.what();
+    }
+  });
+
+  // B must be blocked on A's key before A commits, or the test would not be about concurrency.
+  bool b_waited = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !b_waited && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+    b_waited =
+        QueryValue<bool>(*watcher, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = " +
+                                       std::to_string(other_pid) + " AND wait_event_type = 'Lock'");
+  }
+  a.commit();
+  b.join();
+
+  EXPECT_TRUE(b_waited) << "session B never waited for A's idempotency key";
+  EXPECT_EQ(b_error, "");
+  EXPECT_EQ(b_id, a_id);
+  EXPECT_EQ(JobCount(), 1);
+  EXPECT_EQ(QueryValue<std::string>(db(), "SELECT payload->>'from' FROM bulkhead.jobs"), "a");
+}
+
+// ---- Scheduling and the breaker --------------------------------------------------------------
+
+TEST_F(EnqueueTest, KeepsAFutureScheduledAt) {
+  pqxx::work tx(db());
+  int64_t id = Enqueue(tx, Str(channel_) + ", '{}', NULL, '2999-01-02 03:04:05+00'");
+  auto row = tx.exec1(
+      "SELECT state, scheduled_at = '2999-01-02 03:04:05+00' FROM bulkhead.jobs WHERE id = " +
+      Str(id));
+  EXPECT_EQ(row[0].as<std::string>(), "available");
+  EXPECT_TRUE(row[1].as<bool>());
+}
+
+TEST_F(EnqueueTest, AnExplicitNullScheduledAtMeansNow) {
+  pqxx::work tx(db());
+  int64_t id = Enqueue(tx, Str(channel_) + ", '{}', NULL, NULL");
+  EXPECT_TRUE(tx.exec1("SELECT scheduled_at = now() FROM bulkhead.jobs WHERE id = " + Str(id))[0]
+                  .as<bool>());
+}
+
+TEST_F(EnqueueTest, ParksTheJobBehindAnOpenBreaker) {
+  UpdateChannel(channel_,
+                "breaker_state = 'open', breaker_probe_at = now() + interval '30 s', "
+                "breaker_trips = 1");
+  int64_t id = EnqueueCommitted(Str(channel_) + ", '{}'");
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT state || ' ' || priority FROM bulkhead.jobs WHERE id = " + Str(id)),
+            "parked 3");
+}
+
+TEST_F(EnqueueTest, ParksTheJobBehindAHalfOpenBreaker) {
+  UpdateChannel(channel_,
+                "breaker_state = 'half_open', breaker_probe_at = now() + interval '10 s', "
+                "breaker_trips = 1");
+  int64_t id = EnqueueCommitted(Str(channel_) + ", '{}'");
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT state || ' ' || priority FROM bulkhead.jobs WHERE id = " + Str(id)),
+            "parked 3");
+}
+
+// ---- Refusals: each raises, with the message naming the function, and leaves no row --------
+
+TEST_F(EnqueueTest, RefusesANullChannelId) {
+  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(NULL, '{}')");
+  EXPECT_EQ(f.sqlstate, "22004");
+  EXPECT_EQ(f.message, "bulkhead.enqueue: channel_id is NULL");
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, RefusesAnUnknownChannel) {
+  const std::string unknown = Str(channel_ + 1000);
+  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + unknown + ", '{}')");
+  EXPECT_EQ(f.sqlstate, "23503");
+  EXPECT_EQ(f.message, "bulkhead.enqueue: no channel with id " + unknown);
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, RefusesADisabledChannelWithItsReason) {
+  UpdateChannel(channel_, "enabled = false, disabled_reason = 'endpoint gone (HTTP 410)'");
+  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}')");
+  EXPECT_EQ(f.sqlstate, "55000");
+  EXPECT_TRUE(f.message.starts_with("bulkhead.enqueue: ")) << f.message;
+  EXPECT_NE(f.message.find("disabled"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("endpoint gone (HTTP 410)"), std::string::npos) << f.message;
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, RefusesAPayloadThatIsNotAnObjectOrArray) {
+  for (const std::string payload : {"'\"hello\"'", "'42'", "'true'", "'null'"}) {
+    SCOPED_TRACE(payload);
+    SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", " + payload + ")");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_TRUE(f.message.starts_with("bulkhead.enqueue: payload must be a JSON object or array"))
+        << f.message;
+  }
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, RefusesASqlNullPayload) {
+  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", NULL)");
+  EXPECT_EQ(f.sqlstate, "22004");
+  EXPECT_EQ(f.message, "bulkhead.enqueue: payload is NULL");
+  EXPECT_EQ(JobCount(), 0);
+}
+
+// {"d": "xxx…"} is 9 bytes of text around the string.
+std::string PayloadOfBytes(int bytes) {
+  return "jsonb_build_object('d', repeat('x', " + std::to_string(bytes - 9) + "))";
+}
+
+TEST_F(EnqueueTest, AcceptsAPayloadOfExactly256KiB) {
+  int64_t id = EnqueueCommitted(Str(channel_) + ", " + PayloadOfBytes(262144));
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT octet_length(payload::text) FROM bulkhead.jobs "
+                            "WHERE id = " +
+                                Str(id)),
+            262144);
+}
+
+TEST_F(EnqueueTest, RefusesAPayloadOverTheDefaultLimit) {
+  SqlFailure f = Failure(
+      db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", " + PayloadOfBytes(262145) + ")");
+  EXPECT_EQ(f.sqlstate, "54000");
+  EXPECT_EQ(f.message, "bulkhead.enqueue: payload is 262145 bytes, over the limit of 262144 bytes");
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, TheMaxPayloadBytesSettingLowersTheLimit) {
+  SqlFailure f = Failure(db(), "SET bulkhead.max_payload_bytes = '100'; SELECT bulkhead.enqueue(" +
+                                   Str(channel_) + ", " + PayloadOfBytes(101) + ")");
+  EXPECT_EQ(f.sqlstate, "54000");
+  EXPECT_EQ(f.message, "bulkhead.enqueue: payload is 101 bytes, over the limit of 100 bytes");
+  EXPECT_EQ(JobCount(), 0);
+
+  pqxx::work tx(db());
+  tx.exec("SET LOCAL bulkhead.max_payload_bytes = '100'");
+  int64_t id = Enqueue(tx, Str(channel_) + ", " + PayloadOfBytes(100));
+  tx.commit();
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT octet_length(payload::text) FROM bulkhead.jobs "
+                            "WHERE id = " +
+                                Str(id)),
+            100);
+}
+
+TEST_F(EnqueueTest, RefusesABadMaxPayloadBytesSetting) {
+  for (const std::string value : {"abc", "0", "-5", "1073741824"}) {
+    SCOPED_TRACE(value);
+    SqlFailure f = Failure(db(), "SET bulkhead.max_payload_bytes = '" + value +
+                                     "'; SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}')");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_NE(f.message.find("bulkhead.max_payload_bytes must be a number of bytes"),
+              std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("\"" + value + "\""), std::string::npos) << f.message;
+  }
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, RefusesAnEmptyOrOverlongIdempotencyKey) {
+  for (const auto& [key, length] :
+       std::vector<std::pair<std::string, int>>{{"''", 0}, {"repeat('k', 256)", 256}}) {
+    SCOPED_TRACE(key);
+    SqlFailure f =
+        Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}', " + key + ")");
+    EXPECT_EQ(f.sqlstate, "22023");
+    EXPECT_EQ(f.message, "bulkhead.enqueue: idempotency_key must be 1 to 255 characters, not " +
+                             std::to_string(length));
+  }
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, AcceptsAnIdempotencyKeyOf255Characters) {
+  int64_t id = EnqueueCommitted(Str(channel_) + ", '{}', repeat('k', 255)");
+  EXPECT_EQ(QueryValue<int>(
+                db(), "SELECT length(idempotency_key) FROM bulkhead.jobs WHERE id = " + Str(id)),
+            255);
+}
+
+// ---- enqueue_many ----------------------------------------------------------------------------
+
+TEST_F(EnqueueTest, EnqueueManyReturnsIdsInInputOrderAcrossTenantsAndTiers) {
+  int64_t bulk_tenant = CreateTenant(db(), "globex", "bulk");
+  int64_t bulk_channel = CreateChannel(db(), bulk_tenant, "https://globex.example/hooks");
+  const std::string a = Str(channel_), b = Str(bulk_channel);
+  pqxx::work tx(db());
+  std::vector<int64_t> ids =
+      EnqueueMany(tx, "ARRAY[" + b + ", " + a + ", " + b + ", " + a +
+                          "]::bigint[], "
+                          "ARRAY['{\"n\": 1}', '{\"n\": 2}', '{\"n\": 3}', '{\"n\": 4}']::jsonb[]");
+  tx.commit();
+  ASSERT_EQ(ids.size(), 4u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    SCOPED_TRACE(i);
+    const bool bulk = i % 2 == 0;
+    EXPECT_EQ(QueryValue<std::string>(
+                  db(),
+                  "SELECT payload->>'n' || ' ' || channel_id || ' ' || tenant_id || ' ' || "
+                  "queue || ' ' || state FROM bulkhead.jobs WHERE id = " +
+                      Str(ids[i])),
+              std::to_string(i + 1) + " " + (bulk ? b : a) + " " +
+                  Str(bulk ? bulk_tenant : tenant_) + " " + (bulk ? "bulk" : "default") +
+                  " available");
+  }
+  EXPECT_EQ(JobCount(), 4);
+}
+
+TEST_F(EnqueueTest, EnqueueManyOfEmptyArraysReturnsAnEmptyArray) {
+  pqxx::work tx(db());
+  EXPECT_EQ(tx.exec1("SELECT bulkhead.enqueue_many('{}'::bigint[], '{}'::jsonb[])::text")[0]
+                .as<std::string>(),
+            "{}");
+  tx.commit();
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, EnqueueManyMapsDuplicateKeysToTheOneJob) {
+  int64_t existing = EnqueueCommitted(Str(channel_) + ", '{\"n\": 0}', 'old'");
+  const std::string c = Str(channel_);
+  pqxx::work tx(db());
+  std::vector<int64_t> ids =
+      EnqueueMany(tx, "ARRAY[" + c + ", " + c + ", " + c + ", " + c +
+                          "]::bigint[], "
+                          "ARRAY['{\"n\": 1}', '{\"n\": 2}', '{\"n\": 3}', '{\"n\": 4}']::jsonb[], "
+                          "ARRAY['new', 'old', 'new', NULL]");
+  tx.commit();
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids[1], existing);  // against an existing job
+  EXPECT_EQ(ids[2], ids[0]);    // within the call
+  EXPECT_NE(ids[0], existing);
+  EXPECT_NE(ids[3], ids[0]);
+  EXPECT_NE(ids[3], existing);
+  EXPECT_EQ(JobCount(), 3);
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT payload->>'n' FROM bulkhead.jobs WHERE id = " + Str(ids[0])),
+            "1");
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT payload->>'n' FROM bulkhead.jobs WHERE id = " + Str(existing)),
+            "0");
+}
+
+TEST_F(EnqueueTest, EnqueueManyRefusesAllItemsForOneBadPayload) {
+  const std::string c = Str(channel_);
+  SqlFailure f =
+      Failure(db(), "SELECT bulkhead.enqueue_many(ARRAY[" + c + ", " + c + ", " + c + ", " + c +
+                        "]::bigint[], "
+                        "ARRAY['{}', '[]', '\"oops\"', '{}']::jsonb[])");
+  EXPECT_EQ(f.sqlstate, "22023");
+  EXPECT_TRUE(f.message.starts_with(
+      "bulkhead.enqueue_many: item 3: payload must be a JSON object or array"))
+      << f.message;
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, EnqueueManyRefusesAllItemsForOneUnknownChannel) {
+  const std::string c = Str(channel_), unknown = Str(channel_ + 1000);
+  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue_many(ARRAY[" + c + ", " + unknown + ", " +
+                                   c + ", " + c +
+                                   "]::bigint[], "
+                                   "ARRAY['{}', '{}', '{}', '{}']::jsonb[])");
+  EXPECT_EQ(f.sqlstate, "23503");
+  EXPECT_EQ(f.message, "bulkhead.enqueue_many: item 2: no channel with id " + unknown);
+  EXPECT_EQ(JobCount(), 0);
+}
+
+TEST_F(EnqueueTest, EnqueueManyRefusesArraysOfDifferentLengths) {
+  const std::string c = Str(channel_);
+  for (const std::string& args :
+       {"ARRAY[" + c + ", " + c + "]::bigint[], ARRAY['{}']::jsonb[]",
+        "ARRAY[" + c + "]::bigint[], ARRAY['{}']::jsonb[], ARRAY['a', 'b']",
+        "ARRAY[" + c + "]::bigint[], ARRAY['{}']::jsonb[], NULL, ARRAY[now(), now()]"}) {
+    SCOPED_TRACE(args);
+    SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue_many(" + args + ")");
+    EXPECT_EQ(f.sqlstate, "2202E");
+    EXPECT_TRUE(f.message.starts_with("bulkhead.enqueue_many: the arrays differ in length"))
+        << f.message;
+  }
+  EXPECT_EQ(JobCount(), 0);
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,1 +1,188 @@
+// The wake-up of bulkhead.enqueue: a NOTIFY on channel `bulkhead_jobs` whose payload is the
+// queue name, sent at COMMIT, once per queue per transaction; none for a rolled-back
+// transaction, for jobs due later or for parked jobs; and a debounce flag that rolls back with a
+// savepoint together with the notification it stands for.
+//
+// A listening session collects the notifications. After the writer is done, a fence
+// notification on another channel is committed; notifications reach a listener in commit
+// order, so once the fence has arrived every notification of the writer's earlier transactions
+// has too, and what was collected is the exact set, with no waiting for stragglers.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "database_test.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using testing::CreateChannel;
+using testing::CreateTenant;
+using testing::DatabaseTest;
+
+// Collects the payloads, and the senders' backend pids, of one notification channel.
+class Collector : public pqxx::notification_receiver {
+ public:
+  Collector(pqxx::connection_base& conn, const std::string& channel)
+      : pqxx::notification_receiver(conn, channel) {}
+  void operator()(const std::string& payload, int backend_pid) override {
+    payloads.push_back(payload);
+    pids.push_back(backend_pid);
+  }
+  std::vector<std::string> payloads;
+  std::vector<int> pids;
+};
+
+constexpr const char* kFence = "bulkhead_test_fence";
+
+class WakeTest : public DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    default_channel_ = CreateChannel(db(), CreateTenant(db(), "acme", "default"));
+    bulk_channel_ = CreateChannel(db(), CreateTenant(db(), "globex", "bulk"));
+    listener_ = Connect();
+    jobs_ = std::make_unique<Collector>(*listener_, "bulkhead_jobs");  // LISTENs now
+    fence_ = std::make_unique<Collector>(*listener_, kFence);
+  }
+
+  void TearDown() override {
+    fence_.reset();
+    jobs_.reset();
+    listener_.reset();
+    DatabaseTest::TearDown();
+  }
+
+  // The payloads on bulkhead_jobs since the last call, sorted. Commits a fence notification
+  // from `sender` (by default the writer, db()) and reads until it arrives.
+  std::vector<std::string> Received(pqxx::connection_base* sender = nullptr) {
+    pqxx::connection_base& fence_sender = sender ? *sender : db();
+    {
+      pqxx::work tx(fence_sender);
+      tx.exec(std::string("NOTIFY ") + kFence);
+      tx.commit();
+    }
+    listener_->get_notifs();
+    // Bounded only so that a lost fence fails the test instead of hanging it.
+    for (int i = 0; i < 100 && fence_->payloads.empty(); ++i) {
+      listener_->await_notification(0, 100'000);
+    }
+    EXPECT_EQ(fence_->payloads.size(), 1u) << "the fence notification never arrived";
+    fence_->payloads.clear();
+    std::vector<std::string> received;
+    received.swap(jobs_->payloads);
+    std::sort(received.begin(), received.end());
+    for (int pid : jobs_->pids) EXPECT_EQ(pid, db().backendpid());
+    jobs_->pids.clear();
+    return received;
+  }
+
+  using Payloads = std::vector<std::string>;
+
+  int64_t default_channel_ = 0;
+  int64_t bulk_channel_ = 0;
+  std::unique_ptr<pqxx::connection> listener_;
+  std::unique_ptr<Collector> jobs_;
+  std::unique_ptr<Collector> fence_;
+};
+
+std::string Str(int64_t id) { return std::to_string(id); }
+
+TEST_F(WakeTest, OneTransactionWakesEachQueueOnce) {
+  pqxx::work tx(db());
+  for (int i = 0; i < 20; ++i) {
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{\"n\": " + std::to_string(i) +
+            "}')");
+  }
+  tx.exec("SELECT bulkhead.enqueue_many(array_fill(" + Str(default_channel_) +
+          "::bigint, ARRAY[30]), array_fill('{}'::jsonb, ARRAY[30]))");
+  for (int i = 0; i < 5; ++i) tx.exec("SELECT bulkhead.enqueue(" + Str(bulk_channel_) + ", '[]')");
+  tx.exec("SELECT bulkhead.enqueue_many(array_fill(" + Str(bulk_channel_) +
+          "::bigint, ARRAY[5]), array_fill('[]'::jsonb, ARRAY[5]))");
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM bulkhead.jobs")[0].as<int>(), 60);
+  tx.commit();
+  EXPECT_EQ(Received(), (Payloads{"bulk", "default"}));
+}
+
+TEST_F(WakeTest, NotifiesAtCommitAndNotBefore) {
+  auto other = Connect();
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  // The writer's transaction is still open: the fence, sent by another session, arrives alone.
+  EXPECT_EQ(Received(other.get()), Payloads{});
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{"default"});
+}
+
+TEST_F(WakeTest, TwoTransactionsWakeTwice) {
+  for (int i = 0; i < 2; ++i) {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+    tx.commit();
+  }
+  EXPECT_EQ(Received(), (Payloads{"default", "default"}));
+}
+
+TEST_F(WakeTest, ARolledBackTransactionWakesNobody) {
+  {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+    tx.exec("SELECT bulkhead.enqueue(" + Str(bulk_channel_) + ", '{}')");
+    tx.abort();
+  }
+  EXPECT_EQ(Received(), Payloads{});
+}
+
+TEST_F(WakeTest, AJobDueLaterWakesNobody) {
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) +
+          ", '{}', NULL, now() + interval '1 hour')");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{});
+}
+
+TEST_F(WakeTest, AParkedJobWakesNobody) {
+  pqxx::work tx(db());
+  tx.exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
+      "interval '30 s', breaker_trips = 1 WHERE id = " +
+      Str(default_channel_));
+  auto id = tx.exec1("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')")[0];
+  EXPECT_EQ(tx.exec1("SELECT state FROM bulkhead.jobs WHERE id = " + id.as<std::string>())[0]
+                .as<std::string>(),
+            "parked");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{});
+}
+
+TEST_F(WakeTest, ADeduplicatedEnqueueWakesNobody) {
+  {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}', 'k')");
+    tx.commit();
+  }
+  ASSERT_EQ(Received(), Payloads{"default"});
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}', 'k')");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{});
+}
+
+TEST_F(WakeTest, TheDebounceFlagRollsBackWithASavepoint) {
+  pqxx::work tx(db());
+  tx.exec("SAVEPOINT before_enqueue");
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  tx.exec("ROLLBACK TO SAVEPOINT before_enqueue");
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM bulkhead.jobs")[0].as<int>(), 1);
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{"default"});
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -35,7 +35,7 @@ ThrowawayPostgres& PostgresEnvironment::Cluster() { return *cluster; }
 void DatabaseTest::SetUp() {
   ASSERT_NE(cluster, nullptr) << "the throwaway PostgreSQL did not start";
   dbname_ = "t_" + std::to_string(++next_database);
-  Admin("CREATE DATABASE " + dbname_ +
+  Admin("CREATE DATABASE " + dbname_ + " STRATEGY = FILE_COPY" +
         (start_ == Start::kMigrated ? std::string(" TEMPLATE ") + PostgresEnvironment::kTemplate
                                     : std::string(" TEMPLATE template0")));
 }

@@ -1,6 +1,6 @@
 // ThrowawayPostgres: a private PostgreSQL 15 cluster for one test process.
 //
-// Start() runs initdb in a fresh folder under $TMPDIR (or /tmp), picks a free loopback port and
+// Start() runs initdb in a fresh folder (in /dev/shm when it exists), picks a free port and
 // starts `postgres` on it and on a Unix socket in that folder, with durability off (fsync,
 // synchronous_commit, full_page_writes): a crash loses a test's data, which is what a throwaway
 // cluster is for. PostgreSQL refuses to run as root, so when the tests run as root the cluster

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# embedded_postgres.sh — a project-local throwaway PostgreSQL 15 for the load tools.
+#
+#   load/embedded_postgres.sh start DIR   # initdb DIR if new, start; prints the connection string
+#   load/embedded_postgres.sh stop DIR    # fast shutdown; DIR is kept
+#
+# The server listens only on a Unix socket in DIR (no TCP port to collide with), with the
+# durability settings off: it holds benchmark data, nothing else. PostgreSQL refuses to run as
+# root, so under root it runs as the `postgres` system user (./setup.sh installs it).
+set -euo pipefail
+
+bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
+action=${1:-}
+dir=${2:-}
+[ -n "$action" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+
+as_server() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+case "$action" in
+  start)
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+      [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+      as_server "$bindir/initdb" -D "$dir/data" -U bulkhead --auth=trust -E UTF8 --no-locale \
+        --no-sync --no-instructions >"$dir/initdb.log"
+    fi
+    if ! as_server "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+      as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-k $dir -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
+            -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB" \
+        start >/dev/null
+    fi
+    echo "host=$dir user=bulkhead dbname=postgres"
+    ;;
+  stop)
+    as_server "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+    ;;
+  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac
