@@ -54,7 +54,13 @@ fs::path ServerBindir() {
   return dir;
 }
 
-bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+// A zombie counts as dead: a killed test process stays one until init reaps it.
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, comm, state;
+  return !(stat >> pid_field >> comm >> state) || state != "Z";
+}
 
 // Removes clusters left by test processes that died without cleaning up. A folder without an
 // owner.pid may belong to a test binary that ctest started at the same moment and that has not
@@ -73,8 +79,18 @@ void SweepAbandoned() {
     }
     std::ifstream postmaster(entry.path() / "data" / "postmaster.pid");
     pid_t server = 0;
-    if (postmaster >> server && ProcessAlive(server)) kill(server, SIGQUIT);
-    fs::remove_all(entry.path(), ec);
+    if (postmaster >> server && ProcessAlive(server)) {
+      // Still shutting down after its owner died, or stuck: stop it, and let it finish
+      // exiting before its folder goes, or remove_all races with its last writes.
+      kill(server, SIGQUIT);
+      for (int i = 0; i < 250 && ProcessAlive(server); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    // A server that is still exiting writes its last files while remove_all deletes; retry.
+    for (int i = 0; i < 50 && (fs::remove_all(entry.path(), ec), fs::exists(entry.path())); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
 }
 
