@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "database_test.h"
+#include "sql_failure.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -21,24 +22,8 @@ using testing::CreateTenant;
 using testing::DatabaseTest;
 using testing::QueryValue;
 
-struct SqlFailure {
-  std::string sqlstate;
-  std::string message;  // the primary message: no "ERROR:" and no CONTEXT lines
-};
-
-// Runs `sql` in a transaction that is rolled back, expecting it to fail.
-SqlFailure Failure(pqxx::connection_base& conn, const std::string& sql) {
-  pqxx::work tx(conn);
-  try {
-    tx.exec(sql);
-  } catch (const pqxx::sql_error& e) {
-    std::string message = e.what();
-    if (message.starts_with("ERROR:  ")) message.erase(0, 8);
-    return {e.sqlstate(), message.substr(0, message.find('\n'))};
-  }
-  ADD_FAILURE() << "no error from: " << sql;
-  return {};
-}
+using testing::ExpectSqlFailure;
+using testing::SqlFailure;
 
 // The one channel and tenant that a fixture makes, by subquery, so that the rows below can be
 // written before the test's database exists.
@@ -144,7 +129,7 @@ class CheckConstraintTest : public ConstraintTest,
 
 TEST_P(CheckConstraintTest, RefusesTheViolatingRowByName) {
   const Violation& v = GetParam();
-  SqlFailure failure = Failure(db(), v.sql);
+  SqlFailure failure = ExpectSqlFailure(db(), v.sql);
   EXPECT_EQ(failure.sqlstate, "23514") << failure.message;
   EXPECT_NE(failure.message.find("check constraint \"" + v.constraint + "\""), std::string::npos)
       << failure.message;
@@ -236,8 +221,8 @@ TEST_F(ConstraintTest, TwoChannelsGetDifferentSecrets) {
 }
 
 TEST_F(ConstraintTest, RefusesATenantOnAnUnknownTier) {
-  SqlFailure failure =
-      Failure(db(), "INSERT INTO bulkhead.tenants (name, tier) VALUES ('initech', 'premium')");
+  SqlFailure failure = ExpectSqlFailure(
+      db(), "INSERT INTO bulkhead.tenants (name, tier) VALUES ('initech', 'premium')");
   EXPECT_EQ(failure.sqlstate, "23503") << failure.message;
   EXPECT_NE(failure.message.find("tenants_tier_fkey"), std::string::npos) << failure.message;
   EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.tenants"), 1);

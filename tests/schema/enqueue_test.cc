@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "database_test.h"
+#include "sql_failure.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -21,24 +22,8 @@ using testing::CreateTenant;
 using testing::DatabaseTest;
 using testing::QueryValue;
 
-struct SqlFailure {
-  std::string sqlstate;
-  std::string message;  // the primary message: no "ERROR:" and no CONTEXT lines
-};
-
-// Runs `sql` in a transaction that is rolled back, expecting it to fail.
-SqlFailure Failure(pqxx::connection_base& conn, const std::string& sql) {
-  pqxx::work tx(conn);
-  try {
-    tx.exec(sql);
-  } catch (const pqxx::sql_error& e) {
-    std::string message = e.what();
-    if (message.starts_with("ERROR:  ")) message.erase(0, 8);
-    return {e.sqlstate(), message.substr(0, message.find('\n'))};
-  }
-  ADD_FAILURE() << "no error from: " << sql;
-  return {};
-}
+using testing::ExpectSqlFailure;
+using testing::SqlFailure;
 
 // SELECT bulkhead.enqueue(<args>) in `tx`; returns the id.
 int64_t Enqueue(pqxx::transaction_base& tx, const std::string& args) {
@@ -261,7 +246,7 @@ TEST_F(EnqueueTest, ParksTheJobBehindAHalfOpenBreaker) {
 // ---- Refusals: each raises, with the message naming the function, and leaves no row --------
 
 TEST_F(EnqueueTest, RefusesANullChannelId) {
-  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(NULL, '{}')");
+  SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue(NULL, '{}')");
   EXPECT_EQ(f.sqlstate, "22004");
   EXPECT_EQ(f.message, "bulkhead.enqueue: channel_id is NULL");
   EXPECT_EQ(JobCount(), 0);
@@ -269,7 +254,7 @@ TEST_F(EnqueueTest, RefusesANullChannelId) {
 
 TEST_F(EnqueueTest, RefusesAnUnknownChannel) {
   const std::string unknown = Str(channel_ + 1000);
-  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + unknown + ", '{}')");
+  SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue(" + unknown + ", '{}')");
   EXPECT_EQ(f.sqlstate, "23503");
   EXPECT_EQ(f.message, "bulkhead.enqueue: no channel with id " + unknown);
   EXPECT_EQ(JobCount(), 0);
@@ -277,7 +262,7 @@ TEST_F(EnqueueTest, RefusesAnUnknownChannel) {
 
 TEST_F(EnqueueTest, RefusesADisabledChannelWithItsReason) {
   UpdateChannel(channel_, "enabled = false, disabled_reason = 'endpoint gone (HTTP 410)'");
-  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}')");
+  SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}')");
   EXPECT_EQ(f.sqlstate, "55000");
   EXPECT_TRUE(f.message.starts_with("bulkhead.enqueue: ")) << f.message;
   EXPECT_NE(f.message.find("disabled"), std::string::npos) << f.message;
@@ -288,7 +273,8 @@ TEST_F(EnqueueTest, RefusesADisabledChannelWithItsReason) {
 TEST_F(EnqueueTest, RefusesAPayloadThatIsNotAnObjectOrArray) {
   for (const std::string payload : {"'\"hello\"'", "'42'", "'true'", "'null'"}) {
     SCOPED_TRACE(payload);
-    SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", " + payload + ")");
+    SqlFailure f =
+        ExpectSqlFailure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", " + payload + ")");
     EXPECT_EQ(f.sqlstate, "22023");
     EXPECT_TRUE(f.message.starts_with("bulkhead.enqueue: payload must be a JSON object or array"))
         << f.message;
@@ -297,7 +283,7 @@ TEST_F(EnqueueTest, RefusesAPayloadThatIsNotAnObjectOrArray) {
 }
 
 TEST_F(EnqueueTest, RefusesASqlNullPayload) {
-  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", NULL)");
+  SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", NULL)");
   EXPECT_EQ(f.sqlstate, "22004");
   EXPECT_EQ(f.message, "bulkhead.enqueue: payload is NULL");
   EXPECT_EQ(JobCount(), 0);
@@ -318,7 +304,7 @@ TEST_F(EnqueueTest, AcceptsAPayloadOfExactly256KiB) {
 }
 
 TEST_F(EnqueueTest, RefusesAPayloadOverTheDefaultLimit) {
-  SqlFailure f = Failure(
+  SqlFailure f = ExpectSqlFailure(
       db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", " + PayloadOfBytes(262145) + ")");
   EXPECT_EQ(f.sqlstate, "54000");
   EXPECT_EQ(f.message, "bulkhead.enqueue: payload is 262145 bytes, over the limit of 262144 bytes");
@@ -326,8 +312,9 @@ TEST_F(EnqueueTest, RefusesAPayloadOverTheDefaultLimit) {
 }
 
 TEST_F(EnqueueTest, TheMaxPayloadBytesSettingLowersTheLimit) {
-  SqlFailure f = Failure(db(), "SET bulkhead.max_payload_bytes = '100'; SELECT bulkhead.enqueue(" +
-                                   Str(channel_) + ", " + PayloadOfBytes(101) + ")");
+  SqlFailure f =
+      ExpectSqlFailure(db(), "SET bulkhead.max_payload_bytes = '100'; SELECT bulkhead.enqueue(" +
+                                 Str(channel_) + ", " + PayloadOfBytes(101) + ")");
   EXPECT_EQ(f.sqlstate, "54000");
   EXPECT_EQ(f.message, "bulkhead.enqueue: payload is 101 bytes, over the limit of 100 bytes");
   EXPECT_EQ(JobCount(), 0);
@@ -346,8 +333,9 @@ TEST_F(EnqueueTest, TheMaxPayloadBytesSettingLowersTheLimit) {
 TEST_F(EnqueueTest, RefusesABadMaxPayloadBytesSetting) {
   for (const std::string value : {"abc", "0", "-5", "1073741824"}) {
     SCOPED_TRACE(value);
-    SqlFailure f = Failure(db(), "SET bulkhead.max_payload_bytes = '" + value +
-                                     "'; SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}')");
+    SqlFailure f =
+        ExpectSqlFailure(db(), "SET bulkhead.max_payload_bytes = '" + value +
+                                   "'; SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}')");
     EXPECT_EQ(f.sqlstate, "22023");
     EXPECT_NE(f.message.find("bulkhead.max_payload_bytes must be a number of bytes"),
               std::string::npos)
@@ -362,7 +350,7 @@ TEST_F(EnqueueTest, RefusesAnEmptyOrOverlongIdempotencyKey) {
        std::vector<std::pair<std::string, int>>{{"''", 0}, {"repeat('k', 256)", 256}}) {
     SCOPED_TRACE(key);
     SqlFailure f =
-        Failure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}', " + key + ")");
+        ExpectSqlFailure(db(), "SELECT bulkhead.enqueue(" + Str(channel_) + ", '{}', " + key + ")");
     EXPECT_EQ(f.sqlstate, "22023");
     EXPECT_EQ(f.message, "bulkhead.enqueue: idempotency_key must be 1 to 255 characters, not " +
                              std::to_string(length));
@@ -441,10 +429,10 @@ TEST_F(EnqueueTest, EnqueueManyMapsDuplicateKeysToTheOneJob) {
 
 TEST_F(EnqueueTest, EnqueueManyRefusesAllItemsForOneBadPayload) {
   const std::string c = Str(channel_);
-  SqlFailure f =
-      Failure(db(), "SELECT bulkhead.enqueue_many(ARRAY[" + c + ", " + c + ", " + c + ", " + c +
-                        "]::bigint[], "
-                        "ARRAY['{}', '[]', '\"oops\"', '{}']::jsonb[])");
+  SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue_many(ARRAY[" + c + ", " + c +
+                                            ", " + c + ", " + c +
+                                            "]::bigint[], "
+                                            "ARRAY['{}', '[]', '\"oops\"', '{}']::jsonb[])");
   EXPECT_EQ(f.sqlstate, "22023");
   EXPECT_TRUE(f.message.starts_with(
       "bulkhead.enqueue_many: item 3: payload must be a JSON object or array"))
@@ -454,10 +442,10 @@ TEST_F(EnqueueTest, EnqueueManyRefusesAllItemsForOneBadPayload) {
 
 TEST_F(EnqueueTest, EnqueueManyRefusesAllItemsForOneUnknownChannel) {
   const std::string c = Str(channel_), unknown = Str(channel_ + 1000);
-  SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue_many(ARRAY[" + c + ", " + unknown + ", " +
-                                   c + ", " + c +
-                                   "]::bigint[], "
-                                   "ARRAY['{}', '{}', '{}', '{}']::jsonb[])");
+  SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue_many(ARRAY[" + c + ", " + unknown +
+                                            ", " + c + ", " + c +
+                                            "]::bigint[], "
+                                            "ARRAY['{}', '{}', '{}', '{}']::jsonb[])");
   EXPECT_EQ(f.sqlstate, "23503");
   EXPECT_EQ(f.message, "bulkhead.enqueue_many: item 2: no channel with id " + unknown);
   EXPECT_EQ(JobCount(), 0);
@@ -470,7 +458,7 @@ TEST_F(EnqueueTest, EnqueueManyRefusesArraysOfDifferentLengths) {
         "ARRAY[" + c + "]::bigint[], ARRAY['{}']::jsonb[], ARRAY['a', 'b']",
         "ARRAY[" + c + "]::bigint[], ARRAY['{}']::jsonb[], NULL, ARRAY[now(), now()]"}) {
     SCOPED_TRACE(args);
-    SqlFailure f = Failure(db(), "SELECT bulkhead.enqueue_many(" + args + ")");
+    SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.enqueue_many(" + args + ")");
     EXPECT_EQ(f.sqlstate, "2202E");
     EXPECT_TRUE(f.message.starts_with("bulkhead.enqueue_many: the arrays differ in length"))
         << f.message;
