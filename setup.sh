@@ -19,7 +19,7 @@ cd "$(dirname "$0")"
 PACKAGES=(
   cmake g++ make pkg-config
   libpq-dev libpqxx-dev nlohmann-json3-dev libcurl4-openssl-dev prometheus-cpp-dev
-  libssl-dev libgtest-dev
+  libssl-dev openssl libgtest-dev
   postgresql-15 postgresql-client-15
 )
 

@@ -54,8 +54,10 @@ CREATE TABLE bulkhead.channels (
   url             text        NOT NULL
                   CONSTRAINT channels_url_is_http CHECK (url ~* '^https?://[^[:space:]]+$'),
   secret          text        NOT NULL DEFAULT bulkhead.new_secret()
+                  -- whole base64 groups of at least 24 key bytes, so that every stored
+                  -- secret decodes and signs
                   CONSTRAINT channels_secret_format
-                  CHECK (secret ~ '^whsec_[A-Za-z0-9+/]{32,}={0,2}$'),
+                  CHECK (secret ~ '^whsec_(?:[A-Za-z0-9+/]{4}){8,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$'),
   -- A disabled channel refuses new deliveries; the reason says who disabled it and why.
   enabled         boolean     NOT NULL DEFAULT true,
   disabled_reason text,
@@ -136,6 +138,9 @@ CREATE TABLE bulkhead.jobs (
   attempted_by    text,
   finished_at     timestamptz,
   last_error      text,
+  -- The newest attempts' outcomes, oldest first, at most 20:
+  --   {"attempt", "at", "node", "duration_ms", "status" | "error"}
+  attempts        jsonb       NOT NULL DEFAULT '[]',
 
   CONSTRAINT jobs_state_known CHECK (state IN
     ('available', 'executing', 'parked', 'completed', 'discarded', 'cancelled')),
@@ -150,6 +155,7 @@ CREATE TABLE bulkhead.jobs (
   CONSTRAINT jobs_discarded_has_error CHECK (state <> 'discarded' OR last_error IS NOT NULL),
   CONSTRAINT jobs_payload_is_object_or_array
     CHECK (jsonb_typeof(payload) IN ('object', 'array')),
+  CONSTRAINT jobs_attempts_is_array CHECK (jsonb_typeof(attempts) = 'array'),
   CONSTRAINT jobs_idempotency_key_length
     CHECK (idempotency_key IS NULL OR length(idempotency_key) BETWEEN 1 AND 255)
 );

@@ -1,1 +1,552 @@
+// HttpSender against real HTTP over loopback (tests/support/http_receiver).
+#include "http_sender.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "http_receiver.h"
+
+namespace bulkhead {
+namespace {
+
+using testing::HttpReceiver;
+using testing::ReceivedRequest;
+using testing::Reply;
+using namespace std::chrono_literals;
+
+// Generous bound on any wait for an outcome that should come at once: a slow CI machine or
+// a sanitizer build must never trip it.
+constexpr auto kWait = 60s;
+
+// curl_global_init is the caller's job, once, before any thread: here, before the first test.
+class CurlEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { ASSERT_EQ(curl_global_init(CURL_GLOBAL_DEFAULT), CURLE_OK); }
+  void TearDown() override { curl_global_cleanup(); }
+};
+[[maybe_unused]] ::testing::Environment* const kCurlEnvironment =
+    ::testing::AddGlobalTestEnvironment(new CurlEnvironment);
+
+::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
+HttpRequest Post(std::string url) {
+  HttpRequest request;
+  request.url = std::move(url);
+  request.body = R"({"event":"ping"})";
+  return request;
+}
+
+// Sends one request and waits for its outcome.
+HttpOutcome SendAndWait(HttpSender& sender, HttpRequest request) {
+  // Shared, so that a callback arriving after a failed wait has somewhere to write.
+  auto promise = std::make_shared<std::promise<HttpOutcome>>();
+  auto future = promise->get_future();
+  sender.Send(std::move(request), [promise](const HttpOutcome& o) { promise->set_value(o); });
+  if (future.wait_for(kWait) != std::future_status::ready) {
+    ADD_FAILURE() << "no outcome within " << kWait.count() << " s";
+    HttpOutcome none;
+    none.error = HttpError::kOther;
+    none.error_text = "test: no outcome";
+    return none;
+  }
+  return future.get();
+}
+
+// Collects outcomes from many callbacks; must outlive the sender whose callbacks feed it.
+class Outcomes {
+ public:
+  HttpSender::Callback Add() {
+    return [this](const HttpOutcome& outcome) {
+      std::lock_guard lock(mu_);
+      outcomes_.push_back(outcome);
+      changed_.notify_all();
+    };
+  }
+  bool WaitFor(size_t n) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, kWait, [&] { return outcomes_.size() >= n; });
+  }
+  std::vector<HttpOutcome> Get() {
+    std::lock_guard lock(mu_);
+    return outcomes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<HttpOutcome> outcomes_;
+};
+
+Reply Hang(const ReceivedRequest&) {
+  Reply reply;
+  reply.hang = true;
+  return reply;
+}
+
+// A loopback port nothing listens on: bound, then closed.
+int UnusedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("bind");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+size_t ThreadCount() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// Sets environment variables for its lifetime. Made before any thread of the test starts and
+// destroyed after they stop: setenv is not safe while other threads read the environment.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::initializer_list<std::pair<std::string, std::string>> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, old] : saved_) {
+      if (old) {
+        setenv(name.c_str(), old->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST(HttpSender, DeliversA2xxWithTheCallersBodyAndHeaders) {
+  HttpReceiver receiver([](const ReceivedRequest&) {
+    Reply reply;
+    reply.status = 202;
+    reply.body = "accepted";
+    return reply;
+  });
+  HttpSender sender;
+  HttpRequest request;
+  request.url = receiver.Url("/hook/a?x=1");
+  // Past libcurl's Expect: 100-continue threshold, so that its removal is tested too.
+  request.body = R"({"data":")" + std::string(1536 * 1024, 'x') + R"("})";
+  request.headers = {{"content-type", "application/json"},
+                     {"webhook-id", "msg_42"},
+                     {"webhook-timestamp", "1700000000"},
+                     {"webhook-signature", "v1,c2lnbmF0dXJl"},
+                     {"X-Empty", ""}};
+
+  HttpOutcome outcome = SendAndWait(sender, request);
+
+  EXPECT_EQ(outcome.status, 202);
+  EXPECT_EQ(outcome.error, HttpError::kNone);
+  EXPECT_EQ(outcome.error_text, "");
+  EXPECT_TRUE(outcome.delivered());
+  EXPECT_EQ(outcome.body_bytes, 8u);
+  EXPECT_FALSE(outcome.body_truncated);
+  EXPECT_GT(outcome.duration.count(), 0);
+
+  std::vector<ReceivedRequest> received = receiver.Requests();
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].method, "POST");
+  EXPECT_EQ(received[0].path, "/hook/a?x=1");
+  EXPECT_EQ(received[0].body, request.body);
+  std::map<std::string, std::string> expected = {
+      {"host", "127.0.0.1:" + std::to_string(receiver.port())},
+      {"content-length", std::to_string(request.body.size())},
+      {"content-type", "application/json"},
+      {"webhook-id", "msg_42"},
+      {"webhook-timestamp", "1700000000"},
+      {"webhook-signature", "v1,c2lnbmF0dXJl"},
+      {"x-empty", ""},
+  };
+  // Exactly these: no Expect, no Accept, no User-Agent.
+  EXPECT_EQ(received[0].headers, expected);
+}
+
+TEST(HttpSender, SendsNoContentTypeOrAcceptOfItsOwn) {
+  HttpReceiver receiver;
+  HttpSender sender;
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/bare")));
+
+  EXPECT_TRUE(outcome.delivered());
+  std::vector<ReceivedRequest> received = receiver.Requests();
+  ASSERT_EQ(received.size(), 1u);
+  std::map<std::string, std::string> expected = {
+      {"host", "127.0.0.1:" + std::to_string(receiver.port())},
+      {"content-length", "16"},
+  };
+  EXPECT_EQ(received[0].headers, expected);
+  EXPECT_EQ(received[0].body, R"({"event":"ping"})");
+}
+
+TEST(HttpSender, A500IsAFailureWithItsStatus) {
+  HttpReceiver receiver([](const ReceivedRequest&) {
+    Reply reply;
+    reply.status = 500;
+    reply.body = "boom";
+    return reply;
+  });
+  HttpSender sender;
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/fail")));
+
+  EXPECT_EQ(outcome.status, 500);
+  EXPECT_EQ(outcome.error, HttpError::kNone);
+  EXPECT_FALSE(outcome.delivered());
+  EXPECT_EQ(outcome.error_text, "HTTP 500");
+  EXPECT_EQ(outcome.body_bytes, 4u);
+}
+
+TEST(HttpSender, A302IsReportedAndNotFollowed) {
+  HttpReceiver receiver([](const ReceivedRequest& request) {
+    Reply reply;
+    if (request.path == "/redirect") {
+      reply.status = 302;
+      reply.headers = {{"Location", "/elsewhere"}};
+    }
+    return reply;
+  });
+  HttpSender sender;
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/redirect")));
+
+  EXPECT_EQ(outcome.status, 302);
+  EXPECT_EQ(outcome.error, HttpError::kNone);
+  EXPECT_FALSE(outcome.delivered());
+  EXPECT_EQ(outcome.error_text, "HTTP 302");
+  std::vector<ReceivedRequest> received = receiver.Requests();
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].path, "/redirect");
+}
+
+TEST(HttpSender, ConnectionRefusedIsAConnectError) {
+  HttpSender sender;
+  int port = UnusedPort();
+
+  HttpOutcome outcome =
+      SendAndWait(sender, Post("http://127.0.0.1:" + std::to_string(port) + "/hook"));
+
+  EXPECT_EQ(outcome.error, HttpError::kConnect);
+  EXPECT_EQ(outcome.status, 0);
+  EXPECT_FALSE(outcome.delivered());
+  EXPECT_TRUE(Contains(outcome.error_text, std::to_string(port)));
+}
+
+TEST(HttpSender, AHangingEndpointTimesOut) {
+  HttpReceiver receiver(Hang);
+  HttpSender sender;
+  HttpRequest request = Post(receiver.Url("/hang"));
+  request.request_timeout = 200ms;
+
+  HttpOutcome outcome = SendAndWait(sender, request);
+
+  EXPECT_EQ(outcome.error, HttpError::kTimeout);
+  EXPECT_EQ(outcome.status, 0);
+  EXPECT_FALSE(outcome.delivered());
+  EXPECT_TRUE(Contains(outcome.error_text, "timed out"));
+  EXPECT_GE(outcome.duration, 200ms);
+  EXPECT_LT(outcome.duration, 5s);
+  EXPECT_EQ(receiver.request_count(), 1u);
+}
+
+TEST(HttpSender, AHugeBodyIsCutAtTheCapAndStillDelivered) {
+  HttpReceiver receiver([](const ReceivedRequest&) {
+    Reply reply;
+    reply.body = std::string(1024 * 1024, 'z');
+    return reply;
+  });
+  HttpSender sender(HttpSender::Options{.max_response_bytes = 64 * 1024});
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/huge")));
+
+  EXPECT_EQ(outcome.status, 200);
+  EXPECT_EQ(outcome.error, HttpError::kNone);
+  EXPECT_TRUE(outcome.body_truncated);
+  EXPECT_EQ(outcome.body_bytes, 64u * 1024);
+  EXPECT_TRUE(outcome.delivered());
+  EXPECT_EQ(outcome.error_text, "");
+}
+
+TEST(HttpSender, ABodyExactlyAtTheCapIsNotTruncated) {
+  HttpReceiver receiver([](const ReceivedRequest&) {
+    Reply reply;
+    reply.body = std::string(1000, 'z');
+    return reply;
+  });
+  HttpSender sender(HttpSender::Options{.max_response_bytes = 1000});
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/exact")));
+
+  EXPECT_TRUE(outcome.delivered());
+  EXPECT_FALSE(outcome.body_truncated);
+  EXPECT_EQ(outcome.body_bytes, 1000u);
+}
+
+TEST(HttpSender, SequentialRequestsReuseOneConnection) {
+  HttpReceiver receiver;
+  HttpSender sender;
+
+  for (int i = 0; i < 50; ++i) {
+    HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/seq/" + std::to_string(i))));
+    ASSERT_TRUE(outcome.delivered()) << i << ": " << outcome.error_text;
+  }
+
+  EXPECT_EQ(receiver.connections_accepted(), 1u);
+  std::vector<ReceivedRequest> received = receiver.Requests();
+  ASSERT_EQ(received.size(), 50u);
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(received[i].path, "/seq/" + std::to_string(i));
+    EXPECT_EQ(received[i].connection, received[0].connection);
+  }
+}
+
+// libcurl's cache limit counts busy connections too: with a fixed limit of 2, twenty hung
+// requests would make it close every healthy connection after use.
+TEST(HttpSender, KeepAliveSurvivesMoreHungRequestsThanIdleConnections) {
+  HttpReceiver hung(Hang);
+  HttpReceiver fast;
+  Outcomes hung_outcomes;
+  HttpSender sender(HttpSender::Options{.max_idle_connections = 2});
+  for (int i = 0; i < 20; ++i) sender.Send(Post(hung.Url("/hang")), hung_outcomes.Add());
+  ASSERT_TRUE(hung.WaitForRequests(20, kWait));
+
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(SendAndWait(sender, Post(fast.Url("/fast"))).delivered()) << i;
+  }
+
+  EXPECT_EQ(fast.connections_accepted(), 1u);
+  EXPECT_EQ(fast.request_count(), 10u);
+}
+
+TEST(HttpSender, AThousandHungRequestsHoldSlotsNotThreads) {
+  constexpr size_t kHung = 1000;
+  HttpReceiver hung(Hang);
+  HttpReceiver fast;
+  Outcomes outcomes;
+  auto sender = std::make_unique<HttpSender>();
+  const size_t threads_before = ThreadCount();
+
+  for (size_t i = 0; i < kHung; ++i) {
+    HttpRequest request = Post(hung.Url("/hang"));
+    request.connect_timeout = 120s;
+    request.request_timeout = 120s;
+    sender->Send(std::move(request), outcomes.Add());
+  }
+  ASSERT_TRUE(hung.WaitForOpenConnections(kHung, kWait)) << hung.open_connections();
+  ASSERT_TRUE(hung.WaitForRequests(kHung, kWait)) << hung.request_count();
+
+  EXPECT_EQ(sender->in_flight(), kHung);
+  EXPECT_EQ(hung.open_connections(), kHung);
+  EXPECT_EQ(ThreadCount(), threads_before);
+
+  HttpOutcome healthy = SendAndWait(*sender, Post(fast.Url("/fast")));
+  EXPECT_TRUE(healthy.delivered()) << healthy.error_text;
+  EXPECT_EQ(sender->in_flight(), kHung);
+  EXPECT_TRUE(outcomes.Get().empty());
+
+  sender.reset();
+  std::vector<HttpOutcome> cancelled = outcomes.Get();
+  ASSERT_EQ(cancelled.size(), kHung);
+  for (const HttpOutcome& outcome : cancelled) {
+    EXPECT_EQ(outcome.error, HttpError::kCancelled);
+  }
+}
+
+TEST(HttpSender, ProxyVariablesInTheEnvironmentAreIgnored) {
+  // First: set before the receiver's and the sender's threads start, restored after they end.
+  ScopedEnv env({{"http_proxy", "http://127.0.0.1:1"},
+                 {"HTTP_PROXY", "http://127.0.0.1:1"},
+                 {"https_proxy", "http://127.0.0.1:1"},
+                 {"HTTPS_PROXY", "http://127.0.0.1:1"},
+                 {"all_proxy", "http://127.0.0.1:1"},
+                 {"ALL_PROXY", "http://127.0.0.1:1"}});
+  HttpReceiver receiver;
+  HttpSender sender;
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/direct")));
+
+  EXPECT_TRUE(outcome.delivered()) << outcome.error_text;
+  std::vector<ReceivedRequest> received = receiver.Requests();
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].path, "/direct");  // a proxied request would carry the absolute URL
+}
+
+TEST(HttpSender, OtherSchemesFailAsProtocolErrorsUnsent) {
+  HttpReceiver receiver;
+  HttpSender sender;
+  std::string ftp = "ftp://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
+
+  HttpOutcome over_ftp = SendAndWait(sender, Post(ftp));
+  HttpOutcome from_file = SendAndWait(sender, Post("file:///etc/hostname"));
+  HttpOutcome malformed = SendAndWait(sender, Post("http://[::1/hook"));
+
+  EXPECT_EQ(over_ftp.error, HttpError::kProtocol);
+  EXPECT_EQ(over_ftp.status, 0);
+  EXPECT_TRUE(Contains(over_ftp.error_text, "ftp"));
+  EXPECT_EQ(from_file.error, HttpError::kProtocol);
+  EXPECT_EQ(from_file.status, 0);
+  EXPECT_EQ(from_file.body_bytes, 0u);
+  EXPECT_EQ(malformed.error, HttpError::kProtocol);
+  EXPECT_EQ(receiver.connections_accepted(), 0u);
+}
+
+TEST(HttpSender, AHeaderWithALineBreakFailsUnsent) {
+  HttpReceiver receiver;
+  HttpSender sender;
+  HttpRequest request = Post(receiver.Url("/hook"));
+  request.headers = {{"webhook-id", "msg_1\r\nX-Injected: yes"}};
+
+  HttpOutcome outcome = SendAndWait(sender, request);
+
+  EXPECT_EQ(outcome.error, HttpError::kProtocol);
+  EXPECT_TRUE(Contains(outcome.error_text, "webhook-id"));
+  EXPECT_EQ(receiver.connections_accepted(), 0u);
+}
+
+TEST(HttpSender, HttpsToAPlainHttpServerIsATlsError) {
+  HttpReceiver receiver;
+  HttpSender sender;
+
+  HttpOutcome outcome =
+      SendAndWait(sender, Post("https://127.0.0.1:" + std::to_string(receiver.port()) + "/hook"));
+
+  EXPECT_EQ(outcome.error, HttpError::kTls);
+  EXPECT_EQ(outcome.status, 0);
+  EXPECT_EQ(receiver.request_count(), 0u);
+}
+
+TEST(HttpSender, ASlowReplyDoesNotHoldUpAFastOne) {
+  HttpReceiver receiver([](const ReceivedRequest& request) {
+    Reply reply;
+    if (request.path == "/slow") reply.delay = 300ms;
+    reply.body = request.path;
+    return reply;
+  });
+  std::mutex mu;
+  std::vector<std::string> order;
+  Outcomes outcomes;
+  HttpSender sender;
+  auto record = [&](std::string name) {
+    return [&, name, done = outcomes.Add()](const HttpOutcome& outcome) {
+      {
+        std::lock_guard lock(mu);
+        order.push_back(name);
+      }
+      done(outcome);
+    };
+  };
+
+  sender.Send(Post(receiver.Url("/slow")), record("slow"));
+  ASSERT_TRUE(receiver.WaitForRequests(1, kWait));
+  sender.Send(Post(receiver.Url("/fast")), record("fast"));
+  ASSERT_TRUE(outcomes.WaitFor(2));
+
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, (std::vector<std::string>{"fast", "slow"}));
+  for (const HttpOutcome& outcome : outcomes.Get()) EXPECT_TRUE(outcome.delivered());
+}
+
+TEST(HttpSender, DestructionCancelsQueuedAndInFlightRequests) {
+  HttpReceiver receiver(Hang);
+  Outcomes outcomes;
+  auto sender = std::make_unique<HttpSender>();
+  for (int i = 0; i < 20; ++i) sender->Send(Post(receiver.Url("/hang")), outcomes.Add());
+  ASSERT_TRUE(receiver.WaitForRequests(20, kWait));
+  // Sent just before destruction: queued or barely started, cancelled either way.
+  for (int i = 0; i < 5; ++i) sender->Send(Post(receiver.Url("/late")), outcomes.Add());
+
+  sender.reset();
+
+  std::vector<HttpOutcome> got = outcomes.Get();
+  ASSERT_EQ(got.size(), 25u);
+  for (const HttpOutcome& outcome : got) {
+    EXPECT_EQ(outcome.error, HttpError::kCancelled);
+    EXPECT_FALSE(outcome.delivered());
+  }
+}
+
+TEST(HttpSender, ACallbackMaySendAgain) {
+  HttpReceiver receiver;
+  Outcomes outcomes;
+  HttpSender sender;
+  auto second = outcomes.Add();
+  sender.Send(Post(receiver.Url("/first")), [&](const HttpOutcome& first) {
+    EXPECT_TRUE(first.delivered());
+    sender.Send(Post(receiver.Url("/second")), second);
+  });
+
+  ASSERT_TRUE(outcomes.WaitFor(1));
+  EXPECT_TRUE(outcomes.Get()[0].delivered());
+  EXPECT_EQ(receiver.request_count(), 2u);
+}
+
+TEST(HttpSender, InvalidOptionsAreRefused) {
+  HttpSender::Options options;
+  EXPECT_EQ(options.Validate(), "");
+  options.max_idle_connections = 0;
+  EXPECT_TRUE(Contains(options.Validate(), "max_idle_connections"));
+  EXPECT_THROW(HttpSender{options}, std::invalid_argument);
+}
+
+TEST(HttpSender, ANonPositiveTimeoutFailsUnsent) {
+  HttpReceiver receiver;
+  HttpSender sender;
+  HttpRequest request = Post(receiver.Url("/hook"));
+  request.request_timeout = 0ms;
+
+  HttpOutcome outcome = SendAndWait(sender, request);
+
+  EXPECT_EQ(outcome.error, HttpError::kOther);
+  EXPECT_EQ(receiver.connections_accepted(), 0u);
+}
+
+TEST(HttpSender, ErrorsHaveStableNames) {
+  EXPECT_EQ(HttpErrorName(HttpError::kNone), "none");
+  EXPECT_EQ(HttpErrorName(HttpError::kTimeout), "timeout");
+  EXPECT_EQ(HttpErrorName(HttpError::kConnect), "connect");
+  EXPECT_EQ(HttpErrorName(HttpError::kDns), "dns");
+  EXPECT_EQ(HttpErrorName(HttpError::kTls), "tls");
+  EXPECT_EQ(HttpErrorName(HttpError::kProtocol), "protocol");
+  EXPECT_EQ(HttpErrorName(HttpError::kCancelled), "cancelled");
+  EXPECT_EQ(HttpErrorName(HttpError::kOther), "other");
+}
+
+}  // namespace
+}  // namespace bulkhead

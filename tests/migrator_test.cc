@@ -9,7 +9,7 @@
 
 #include "database_test.h"
 #include "migrations.h"
-#include "run_command.h"
+#include "subprocess.h"
 #include "tenancy.h"
 
 namespace bulkhead {

@@ -1,1 +1,452 @@
+// The delivery engine end to end: JobStore's statements against real PostgreSQL, and
+// `bulkhead run` nodes (the real binary) delivering to a real HTTP receiver on loopback.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <signal.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "database_test.h"
+#include "http_receiver.h"
+#include "job_store.h"
+#include "node_process.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::DatabaseTest;
+using testing::HttpReceiver;
+using testing::NodeProcess;
+using testing::QueryValue;
+using testing::ReceivedRequest;
+using testing::Reply;
+
+Reply Status(int status) {
+  Reply reply;
+  reply.status = status;
+  return reply;
+}
+
+Reply Hang() {
+  Reply reply;
+  reply.hang = true;
+  return reply;
+}
+
+Reply After(milliseconds delay) {
+  Reply reply;
+  reply.delay = delay;
+  return reply;
+}
+
+class NodeTest : public DatabaseTest {
+ protected:
+  // A tenant on `tier` with one channel to `url`; returns the channel id.
+  int64_t Channel(const std::string& url, const std::string& tier = "default") {
+    static int tenants = 0;
+    int64_t tenant = testing::CreateTenant(db(), "tenant-" + std::to_string(++tenants), tier);
+    return testing::CreateChannel(db(), tenant, url);
+  }
+
+  // Enqueues `n` deliveries to `channel` in one transaction; returns their ids.
+  std::vector<int64_t> Enqueue(int64_t channel, int n, const std::string& extra_sql = "") {
+    pqxx::work tx(db());
+    auto row = tx.exec1("SELECT bulkhead.enqueue_many(array_fill(" + std::to_string(channel) +
+                        "::bigint, ARRAY[" + std::to_string(n) +
+                        "]), ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, " +
+                        std::to_string(n) + ") i))");
+    if (!extra_sql.empty()) tx.exec(extra_sql);
+    tx.commit();
+    std::vector<int64_t> ids;
+    std::string text = row[0].as<std::string>();  // {1,2,3}
+    size_t pos = 1;
+    while (pos < text.size() - 1) {
+      size_t comma = text.find(',', pos);
+      if (comma == std::string::npos) comma = text.size() - 1;
+      ids.push_back(std::stoll(text.substr(pos, comma - pos)));
+      pos = comma + 1;
+    }
+    return ids;
+  }
+
+  int Count(const std::string& where) {
+    return QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
+  }
+
+  // Polls until `condition` (SQL) holds; false after `timeout`.
+  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  static nlohmann::json Tier(int workers, nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json tier = {{"workers", workers},
+                           {"connect_timeout_ms", 2000},
+                           {"request_timeout_ms", 10000},
+                           {"retry_delays_ms", {50}},
+                           {"retry_jitter", 0}};
+    tier.update(extra);
+    return tier;
+  }
+
+  static nlohmann::json NodeConfig(const std::string& name,
+                                   nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json node = {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 5000}};
+    node.update(extra);
+    return node;
+  }
+};
+
+// ---- JobStore against PostgreSQL ------------------------------------------------------------
+
+TEST_F(NodeTest, ClaimTakesPriorityThenScheduledTimeThenId) {
+  int64_t ch = Channel("http://127.0.0.1:9/x");
+  {
+    pqxx::work tx(db());
+    // ids 1..6: (priority, scheduled_at offset in seconds)
+    tx.exec(
+        "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, priority, scheduled_at, "
+        "payload) SELECT 'default', c.tenant_id, c.id, v.p, now() - v.ago * interval '1 s', "
+        "jsonb_build_object('n', v.n) FROM bulkhead.channels c, (VALUES (1, 3, 10), (2, 2, 50), "
+        "(3, 1, 5), (4, 2, 60), (5, 1, 5), (6, 3, 99)) AS v(n, p, ago) WHERE c.id = " +
+        std::to_string(ch) + " ORDER BY v.n");
+    tx.commit();
+  }
+  JobStore store(db());
+  std::vector<ClaimedJob> jobs = store.Claim("default", 10, "node-a");
+  std::vector<std::string> order;
+  for (const auto& job : jobs) order.push_back(job.payload);
+  // priority 1: n3 and n5 at the same time → by id; priority 2: older (n4) first; then 3.
+  EXPECT_EQ(order, (std::vector<std::string>{"{\"n\": 3}", "{\"n\": 5}", "{\"n\": 4}", "{\"n\": 2}",
+                                             "{\"n\": 6}", "{\"n\": 1}"}));
+}
+
+TEST_F(NodeTest, ClaimTakesNoMoreThanTheLimitAndNothingNotYetDue) {
+  int64_t ch = Channel("http://127.0.0.1:9/x");
+  Enqueue(ch, 5);
+  Enqueue(ch, 3, "UPDATE bulkhead.jobs SET scheduled_at = now() + interval '1 hour' WHERE id > 5");
+  JobStore store(db());
+  std::vector<ClaimedJob> first = store.Claim("default", 2, "node-a");
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].attempt, 1);
+  EXPECT_EQ(first[0].url, "http://127.0.0.1:9/x");
+  EXPECT_TRUE(first[0].secret.starts_with("whsec_"));
+  EXPECT_EQ(store.Claim("default", 10, "node-a").size(), 3u);  // the due rest, not the future 3
+  EXPECT_TRUE(store.Claim("default", 10, "node-a").empty());
+  EXPECT_TRUE(store.Claim("bulk", 10, "node-a").empty());  // another queue
+  EXPECT_EQ(Count("state = 'executing' AND attempt = 1 AND attempted_by = 'node-a' AND "
+                  "attempted_at IS NOT NULL"),
+            5);
+}
+
+TEST_F(NodeTest, ConcurrentClaimsNeverShareAJob) {
+  int64_t ch = Channel("http://127.0.0.1:9/x");
+  Enqueue(ch, 2000);
+  std::vector<int64_t> claimed[2];
+  auto drain = [this](std::vector<int64_t>* out, const std::string& node) {
+    auto conn = Connect();
+    JobStore store(*conn);
+    while (true) {
+      auto jobs = store.Claim("default", 7, node);
+      if (jobs.empty()) return;
+      for (const auto& job : jobs) out->push_back(job.id);
+    }
+  };
+  std::thread a(drain, &claimed[0], "node-a");
+  drain(&claimed[1], "node-b");
+  a.join();
+  std::set<int64_t> all(claimed[0].begin(), claimed[0].end());
+  all.insert(claimed[1].begin(), claimed[1].end());
+  EXPECT_EQ(claimed[0].size() + claimed[1].size(), 2000u);
+  EXPECT_EQ(all.size(), 2000u);
+}
+
+TEST_F(NodeTest, RecordCompletesRetriesAndDiscards) {
+  int64_t ch = Channel("http://127.0.0.1:9/x");
+  Enqueue(ch, 3, "UPDATE bulkhead.jobs SET max_attempts = 1 WHERE id = 3");
+  JobStore store(db());
+  auto jobs = store.Claim("default", 3, "node-a");
+  ASSERT_EQ(jobs.size(), 3u);
+  int written = store.Record({{1, 1, true, 204, "", 12.5, 0},
+                              {2, 1, false, 503, "HTTP 503", 30.0, 60'000},
+                              {3, 1, false, 0, "timeout: Operation timed out", 10000.0, 60'000}},
+                             "node-a");
+  EXPECT_EQ(written, 3);
+  EXPECT_EQ(Count("id = 1 AND state = 'completed' AND finished_at IS NOT NULL"), 1);
+  EXPECT_EQ(Count("id = 2 AND state = 'available' AND finished_at IS NULL AND "
+                  "last_error = 'HTTP 503' AND scheduled_at BETWEEN now() + interval '55 s' "
+                  "AND now() + interval '65 s'"),
+            1);
+  EXPECT_EQ(Count("id = 3 AND state = 'discarded' AND finished_at IS NOT NULL AND "
+                  "last_error = 'timeout: Operation timed out'"),
+            1);
+  EXPECT_EQ(
+      QueryValue<std::string>(db(), "SELECT (attempts->0) - 'at' FROM bulkhead.jobs WHERE id = 2"),
+      "{\"node\": \"node-a\", \"error\": \"HTTP 503\", \"status\": 503, \"attempt\": 1, "
+      "\"duration_ms\": 30.0}");
+  EXPECT_EQ(
+      QueryValue<std::string>(db(), "SELECT attempts->0->>'error' FROM bulkhead.jobs WHERE id = 3"),
+      "timeout: Operation timed out");
+}
+
+TEST_F(NodeTest, ARecordFromANodeThatNoLongerOwnsTheJobChangesNothing) {
+  int64_t ch = Channel("http://127.0.0.1:9/x");
+  Enqueue(ch, 1);
+  JobStore store(db());
+  ASSERT_EQ(store.Claim("default", 1, "node-a").size(), 1u);
+  EXPECT_EQ(store.Record({{1, 1, true, 200, "", 1, 0}}, "node-b"), 0);  // another node
+  EXPECT_EQ(store.Record({{1, 2, true, 200, "", 1, 0}}, "node-a"), 0);  // another attempt
+  EXPECT_EQ(store.HandBack({{1, 1}}, "node-a"), 1);
+  EXPECT_EQ(store.Record({{1, 1, true, 200, "", 1, 0}}, "node-a"), 0);  // handed back
+  EXPECT_EQ(Count("id = 1 AND state = 'available' AND attempt = 0 AND attempts = '[]'"), 1);
+  // Claimed again, now as attempt 1 by node-b: node-a's late answer still changes nothing.
+  ASSERT_EQ(store.Claim("default", 1, "node-b").size(), 1u);
+  EXPECT_EQ(store.Record({{1, 1, true, 200, "", 1, 0}}, "node-a"), 0);
+  EXPECT_EQ(Count("id = 1 AND state = 'executing' AND attempted_by = 'node-b'"), 1);
+}
+
+TEST_F(NodeTest, TheAttemptLogKeepsTheNewestTwenty) {
+  int64_t ch = Channel("http://127.0.0.1:9/x");
+  Enqueue(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 30");
+  JobStore store(db());
+  for (int attempt = 1; attempt <= 25; ++attempt) {
+    ASSERT_EQ(store.Claim("default", 1, "node-a").size(), 1u) << attempt;
+    ASSERT_EQ(store.Record({{1, attempt, false, 500, "HTTP 500", 1, 1}}, "node-a"), 1);
+    pqxx::work tx(db());
+    tx.exec("UPDATE bulkhead.jobs SET scheduled_at = now() WHERE id = 1");
+    tx.commit();
+  }
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT jsonb_array_length(attempts) FROM bulkhead.jobs"), 20);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT (attempts->0->>'attempt')::int FROM bulkhead.jobs"), 6);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT (attempts->19->>'attempt')::int FROM bulkhead.jobs"), 25);
+}
+
+// ---- `bulkhead run` nodes -------------------------------------------------------------------
+
+// Standard Webhooks verification written independently of worker/webhook_signature.cc.
+std::string ExpectedSignature(const std::string& secret, const std::string& id,
+                              const std::string& timestamp, const std::string& body) {
+  std::string encoded = secret.substr(6);  // after "whsec_"
+  std::string key(encoded.size(), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(key.data()),
+                          reinterpret_cast<const unsigned char*>(encoded.data()),
+                          static_cast<int>(encoded.size()));
+  n -= static_cast<int>(std::count(encoded.begin(), encoded.end(), '='));
+  key.resize(n);
+  std::string message = id + "." + timestamp + "." + body;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
+  std::string b64(4 * ((mac_len + 2) / 3) + 1, '\0');
+  int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), mac, mac_len);
+  b64.resize(len);
+  return "v1," + b64;
+}
+
+TEST_F(NodeTest, DeliversSignedRequestsThatAnIndependentVerifierAccepts) {
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  std::vector<int64_t> ids = Enqueue(ch, 20);
+  std::string secret = QueryValue<std::string>(
+      db(), "SELECT secret FROM bulkhead.channels WHERE id = " + std::to_string(ch));
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(20)}});
+  node.Start(url());
+  ASSERT_TRUE(receiver.WaitForRequests(20, seconds(30))) << node.Log();
+  ASSERT_TRUE(WaitFor("count(*) = 20 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
+  std::set<std::string> seen;
+  for (const ReceivedRequest& r : receiver.Requests()) {
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_EQ(r.path, "/hook");
+    EXPECT_EQ(r.headers.at("content-type"), "application/json");
+    const std::string& id = r.headers.at("webhook-id");
+    seen.insert(id);
+    EXPECT_EQ(r.body, QueryValue<std::string>(
+                          db(), "SELECT payload::text FROM bulkhead.jobs WHERE id = " + id));
+    const std::string& timestamp = r.headers.at("webhook-timestamp");
+    EXPECT_LE(
+        std::abs(std::stoll(timestamp) - std::chrono::duration_cast<seconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count()),
+        60);
+    EXPECT_EQ(r.headers.at("webhook-signature"), ExpectedSignature(secret, id, timestamp, r.body));
+  }
+  EXPECT_EQ(seen.size(), 20u);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.nodes WHERE name = 'node-a'"), 1);
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.nodes"), 0);
+}
+
+TEST_F(NodeTest, TwoNodesDeliverEveryJobExactlyOnce) {
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  Enqueue(ch, 3000);
+  NodeProcess a(NodeConfig("node-a"), {{"default", Tier(20)}});
+  NodeProcess b(NodeConfig("node-b"), {{"default", Tier(20)}});
+  a.Start(url());
+  b.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 3000 FROM bulkhead.jobs WHERE state = 'completed'", seconds(60)))
+      << a.Log() << b.Log();
+  std::map<std::string, int> per_id;
+  for (const ReceivedRequest& r : receiver.Requests()) ++per_id[r.headers.at("webhook-id")];
+  EXPECT_EQ(per_id.size(), 3000u);
+  int duplicates = 0;
+  for (const auto& [id, n] : per_id) duplicates += n - 1;
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_EQ(Count("attempt = 1"), 3000);
+  a.Signal(SIGTERM);
+  b.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+  EXPECT_EQ(b.Wait(seconds(20)), 0) << b.Log();
+}
+
+TEST_F(NodeTest, A500ThenA200EndsCompletedAfterTwoAttempts) {
+  std::mutex mu;
+  std::set<std::string> failed_once;
+  HttpReceiver receiver([&](const ReceivedRequest& r) {
+    std::lock_guard lock(mu);
+    return Status(failed_once.insert(r.headers.at("webhook-id")).second ? 500 : 200);
+  });
+  int64_t ch = Channel(receiver.Url("/flaky"));
+  Enqueue(ch, 5);
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 5 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
+  EXPECT_EQ(Count("attempt = 2 AND last_error = 'HTTP 500' AND jsonb_array_length(attempts) = 2 "
+                  "AND (attempts->1->>'status')::int = 200"),
+            5);
+  EXPECT_EQ(receiver.request_count(), 10u);
+}
+
+TEST_F(NodeTest, AJobThatKeepsFailingIsDiscardedWithItsReason) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Status(503); });
+  int64_t ch = Channel(receiver.Url("/down"));
+  Enqueue(ch, 2, "UPDATE bulkhead.jobs SET max_attempts = 3");
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 2 FROM bulkhead.jobs WHERE state = 'discarded'")) << node.Log();
+  EXPECT_EQ(Count("attempt = 3 AND last_error = 'HTTP 503' AND finished_at IS NOT NULL AND "
+                  "jsonb_array_length(attempts) = 3"),
+            2);
+  EXPECT_EQ(receiver.request_count(), 6u);
+}
+
+TEST_F(NodeTest, AnUnreachableEndpointIsAFailureWithTheConnectionError) {
+  int64_t ch = Channel("http://127.0.0.1:1/hook");  // port 1: nothing listens there
+  Enqueue(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 1");
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.jobs WHERE state = 'discarded'")) << node.Log();
+  EXPECT_EQ(Count("last_error LIKE 'connect: %'"), 1)
+      << QueryValue<std::string>(db(), "SELECT last_error FROM bulkhead.jobs");
+}
+
+TEST_F(NodeTest, SigtermDrainsInFlightRequestsWithinTheGrace) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return After(milliseconds(500)); });
+  int64_t ch = Channel(receiver.Url("/slow"));
+  Enqueue(ch, 4);
+  NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 10000}}), {{"default", Tier(4)}});
+  node.Start(url());
+  ASSERT_TRUE(receiver.WaitForRequests(4, seconds(30))) << node.Log();
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+  EXPECT_EQ(Count("state = 'completed'"), 4);
+  EXPECT_NE(node.Log().find("\"event\":\"draining\""), std::string::npos) << node.Log();
+}
+
+TEST_F(NodeTest, SigtermHandsBackWhatTheGraceCannotFinish) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
+  int64_t ch = Channel(receiver.Url("/hang"));
+  Enqueue(ch, 10);
+  NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 300}}),
+                   {{"default", Tier(5, {{"request_timeout_ms", 60000}})}});
+  node.Start(url());
+  ASSERT_TRUE(receiver.WaitForRequests(5, seconds(30))) << node.Log();
+  EXPECT_EQ(Count("state = 'executing'"), 5);
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+  // Every job back in the queue, none of them having spent an attempt.
+  EXPECT_EQ(Count("state = 'available' AND attempt = 0"), 10);
+  std::string log = node.Log();
+  EXPECT_NE(log.find("\"handed_back\":5"), std::string::npos) << log;
+}
+
+TEST_F(NodeTest, ASecondSignalExitsAtOnce) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
+  int64_t ch = Channel(receiver.Url("/hang"));
+  Enqueue(ch, 2);
+  NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 60000}}),
+                   {{"default", Tier(2, {{"request_timeout_ms", 60000}})}});
+  node.Start(url());
+  ASSERT_TRUE(receiver.WaitForRequests(2, seconds(30))) << node.Log();
+  node.Signal(SIGTERM);
+  ASSERT_FALSE(node.Wait(milliseconds(300)));  // draining for up to a minute…
+  node.Signal(SIGINT);                         // …until the second signal
+  EXPECT_EQ(node.Wait(seconds(10)), 1) << node.Log();
+  EXPECT_NE(node.Log().find("exiting_now"), std::string::npos);
+}
+
+TEST_F(NodeTest, AHangingEndpointHoldsSlotsNotThreads) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
+  int64_t ch = Channel(receiver.Url("/hang"));
+  Enqueue(ch, 400);
+  NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 0}}),
+                   {{"default", Tier(300, {{"request_timeout_ms", 60000}})}});
+  node.Start(url());
+  ASSERT_TRUE(receiver.WaitForOpenConnections(300, seconds(30))) << node.Log();
+  EXPECT_EQ(Count("state = 'executing'"), 300);  // the slots, and no more
+  EXPECT_EQ(Count("state = 'available'"), 100);
+  // main, the runner, the I/O thread, the writer, the listener, and libcurl's resolver at most.
+  EXPECT_LE(node.ThreadCount(), 8);
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+  EXPECT_EQ(Count("state = 'available' AND attempt = 0"), 400);
+}
+
+TEST_F(NodeTest, AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll) {
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  // A one-minute poll: only the NOTIFY can bring the job out within the bounded wait below.
+  NodeProcess node(NodeConfig("node-a", {{"poll_interval_ms", 60000}}), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.nodes")) << node.Log();
+  // Give the node's first claim (at start) time to find the queue empty.
+  std::this_thread::sleep_for(milliseconds(500));
+  Enqueue(ch, 1);
+  EXPECT_TRUE(receiver.WaitForRequests(1, seconds(20))) << node.Log();
+}
+
+TEST_F(NodeTest, ABadTierFileStopsTheNodeWithFileKeyAndReason) {
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(0)}});
+  node.Start(url());
+  EXPECT_EQ(node.Wait(seconds(10)), 2);
+  std::string log = node.Log();
+  EXPECT_NE(log.find("default.json"), std::string::npos) << log;
+  EXPECT_NE(log.find("workers"), std::string::npos) << log;
+}
+
+class NodeOnEmptyDatabaseTest : public DatabaseTest {
+ protected:
+  NodeOnEmptyDatabaseTest() : DatabaseTest(Start::kEmpty) {}
+};
+
+TEST_F(NodeOnEmptyDatabaseTest, RefusesADatabaseWithoutTheSchema) {
+  NodeProcess node({{"node", "node-a"}}, {{"default", nlohmann::json::object()}});
+  node.Start(url());
+  EXPECT_EQ(node.Wait(seconds(10)), 1);
+  EXPECT_NE(node.Log().find("schema_mismatch"), std::string::npos) << node.Log();
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,113 @@
+#include "completion_writer.h"
+
+#include <memory>
+
+#include "logger.h"
+
+namespace bulkhead {
+
+CompletionWriter::CompletionWriter(Options options)
+    : options_(std::move(options)), thread_([this] { Run(); }) {}
+
+CompletionWriter::~CompletionWriter() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void CompletionWriter::Add(AttemptResult result) {
+  {
+    std::lock_guard lock(mu_);
+    bool first = pending_.empty();
+    if (first) oldest_pending_ = std::chrono::steady_clock::now();
+    pending_.push_back(std::move(result));
+    ++added_;
+    // The writer needs waking for the first result (it starts the flush clock) and for a full
+    // batch; in between it is already waiting for one or the other.
+    if (!first && static_cast<int>(pending_.size()) != options_.batch_size) return;
+  }
+  wake_.notify_one();
+}
+
+bool CompletionWriter::Drain(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  uint64_t target = added_;
+  wake_.notify_one();
+  return drained_.wait_for(lock, timeout, [&] { return written_ >= target; });
+}
+
+uint64_t CompletionWriter::written() const {
+  std::lock_guard lock(mu_);
+  return written_;
+}
+
+void CompletionWriter::Run() {
+  std::unique_ptr<pqxx::connection> conn;
+  std::unique_ptr<JobStore> store;
+  auto backoff = std::chrono::milliseconds(100);
+  std::vector<AttemptResult> batch;
+  std::unique_lock lock(mu_);
+  while (true) {
+    // Wait for a full batch, the flush interval of the oldest result, or stop.
+    wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping with nothing left
+    if (!stopping_ && static_cast<int>(pending_.size()) < options_.batch_size) {
+      wake_.wait_until(lock, oldest_pending_ + options_.flush_interval, [&] {
+        return stopping_ || static_cast<int>(pending_.size()) >= options_.batch_size;
+      });
+    }
+    size_t n = std::min<size_t>(pending_.size(), options_.batch_size);
+    batch.assign(std::make_move_iterator(pending_.begin()),
+                 std::make_move_iterator(pending_.begin() + n));
+    pending_.erase(pending_.begin(), pending_.begin() + n);
+    if (!pending_.empty()) oldest_pending_ = std::chrono::steady_clock::now();
+    lock.unlock();
+
+    bool ok = false;
+    try {
+      if (!store) {
+        conn = std::make_unique<pqxx::connection>(options_.database);
+        store = std::make_unique<JobStore>(*conn);
+      }
+      store->Record(batch, options_.node);
+      ok = true;
+      backoff = std::chrono::milliseconds(100);
+    } catch (const std::exception& e) {
+      Log(LogLevel::kWarn, "completion_write_failed",
+          {{"results", batch.size()},
+           {"error", FirstLine(e.what())},
+           {"retry_in_ms", backoff.count()}});
+      store.reset();
+      conn.reset();
+    }
+
+    lock.lock();
+    if (!ok && stopping_) {
+      // Shutting down and the database is gone: these jobs stay `executing` under this node
+      // and come back through the rescue of expired leases. Delivery stays at-least-once.
+      Log(LogLevel::kError, "completion_results_abandoned",
+          {{"results", batch.size() + pending_.size()}});
+      written_ += batch.size() + pending_.size();
+      pending_.clear();
+      drained_.notify_all();
+      return;
+    }
+    if (ok) {
+      written_ += batch.size();
+      drained_.notify_all();
+    } else {
+      // Put the batch back in front and wait before the next try (a stop does not skip it:
+      // the node's shutdown bounds the whole drain with its grace period).
+      pending_.insert(pending_.begin(), std::make_move_iterator(batch.begin()),
+                      std::make_move_iterator(batch.end()));
+      wake_.wait_for(lock, backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+    batch.clear();
+  }
+}
+
+}  // namespace bulkhead

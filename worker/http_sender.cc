@@ -1,0 +1,381 @@
+#include "http_sender.h"
+
+#include <stdexcept>
+
+namespace bulkhead {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long one curl_multi_poll may sleep when nothing happens; libcurl shortens it to its own
+// next timeout, and Send wakes it, so this only bounds an idle loop's period.
+constexpr int kIdlePollMs = 1000;
+
+struct EasyCleanup {
+  void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
+};
+using EasyHandle = std::unique_ptr<CURL, EasyCleanup>;
+
+struct SlistCleanup {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using HeaderList = std::unique_ptr<curl_slist, SlistCleanup>;
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+bool HasLineBreakOrNul(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+HttpError MapCurlError(CURLcode code) {
+  switch (code) {
+    case CURLE_OK:
+      return HttpError::kNone;
+    case CURLE_OPERATION_TIMEDOUT:
+      return HttpError::kTimeout;
+    case CURLE_COULDNT_CONNECT:
+      return HttpError::kConnect;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return HttpError::kDns;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED:
+      return HttpError::kTls;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+      return HttpError::kProtocol;
+    default:
+      return HttpError::kOther;
+  }
+}
+
+}  // namespace
+
+// One request on the wire. Owns its easy handle and everything the handle points into (the
+// body, the header list, the error buffer), so nothing moves while curl holds the handle.
+struct HttpSender::Transfer {
+  explicit Transfer(Pending p) : request(std::move(p.request)), done(std::move(p.done)) {}
+
+  HttpRequest request;
+  Callback done;
+  EasyHandle easy;
+  HeaderList headers;
+  char error[CURL_ERROR_SIZE] = {};
+  Clock::time_point started = Clock::now();
+  size_t body_limit = 0;
+  size_t body_bytes = 0;
+  bool body_truncated = false;
+
+  std::chrono::microseconds Elapsed() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+  }
+
+  // CURLOPT_WRITEFUNCTION: counts the body and stops the transfer past the cap. Stopping makes
+  // curl end with CURLE_WRITE_ERROR, which Finish reads back as a truncated success.
+  static size_t OnBody(char*, size_t size, size_t count, void* user) {
+    auto* self = static_cast<Transfer*>(user);
+    size_t bytes = size * count;
+    size_t room = self->body_limit - self->body_bytes;
+    if (bytes > room) {
+      self->body_bytes += room;
+      self->body_truncated = true;
+      return CURL_WRITEFUNC_ERROR;
+    }
+    self->body_bytes += bytes;
+    return bytes;
+  }
+
+  // {kNone, ""} when the request can go on the wire, else the error it fails with, and why.
+  std::pair<HttpError, std::string> Check() const {
+    for (const auto& [name, value] : request.headers) {
+      if (name.empty() || HasLineBreakOrNul(name) || HasLineBreakOrNul(value) ||
+          name.find(':') != std::string::npos) {
+        return {HttpError::kProtocol, "invalid header name or value: " + name};
+      }
+    }
+    if (request.connect_timeout.count() <= 0 || request.request_timeout.count() <= 0) {
+      return {HttpError::kOther, "connect_timeout and request_timeout must be positive"};
+    }
+    return {HttpError::kNone, ""};
+  }
+
+  // Builds the header list: the caller's, then blanks that remove curl's defaults.
+  HeaderList BuildHeaders() const {
+    curl_slist* list = nullptr;
+    auto append = [&list](const std::string& line) {
+      curl_slist* grown = curl_slist_append(list, line.c_str());
+      if (grown == nullptr) throw std::bad_alloc();
+      list = grown;
+    };
+    bool has_accept = false, has_content_type = false;
+    try {
+      for (const auto& [name, value] : request.headers) {
+        has_accept |= EqualsIgnoreCase(name, "accept");
+        has_content_type |= EqualsIgnoreCase(name, "content-type");
+        if (EqualsIgnoreCase(name, "expect")) continue;
+        // "Name:" would tell curl to remove the header; "Name;" sends it with an empty value.
+        append(value.empty() ? name + ";" : name + ": " + value);
+      }
+      append("Expect:");
+      if (!has_accept) append("Accept:");
+      if (!has_content_type) append("Content-Type:");
+    } catch (...) {
+      curl_slist_free_all(list);
+      throw;
+    }
+    return HeaderList(list);
+  }
+
+  // Sets every option; returns the first failure.
+  CURLcode Configure(size_t max_response_bytes) {
+    body_limit = max_response_bytes;
+    headers = BuildHeaders();
+    CURL* e = easy.get();
+    CURLcode rc = CURLE_OK;
+    auto set = [&rc](CURLcode result) {
+      if (rc == CURLE_OK) rc = result;
+    };
+    set(curl_easy_setopt(e, CURLOPT_PRIVATE, this));
+    set(curl_easy_setopt(e, CURLOPT_ERRORBUFFER, error));
+    set(curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L));
+    set(curl_easy_setopt(e, CURLOPT_URL, request.url.c_str()));
+    set(curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https"));
+    set(curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"));
+    set(curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L));
+    // The environment's http_proxy / HTTPS_PROXY / ALL_PROXY must not reroute webhooks.
+    set(curl_easy_setopt(e, CURLOPT_PROXY, ""));
+    set(curl_easy_setopt(e, CURLOPT_NOPROXY, "*"));
+    set(curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)));
+    set(curl_easy_setopt(e, CURLOPT_POST, 1L));
+    set(curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                         static_cast<curl_off_t>(request.body.size())));
+    set(curl_easy_setopt(e, CURLOPT_POSTFIELDS, request.body.data()));
+    set(curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get()));
+    set(curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                         static_cast<long>(request.connect_timeout.count())));
+    set(curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(request.request_timeout.count())));
+    set(curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::OnBody));
+    set(curl_easy_setopt(e, CURLOPT_WRITEDATA, this));
+    return rc;
+  }
+
+  // The outcome of a transfer curl reported done with `code`.
+  HttpOutcome Finish(CURLcode code) const {
+    HttpOutcome outcome;
+    long status = 0;
+    curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
+    outcome.status = static_cast<int>(status);
+    outcome.duration = Elapsed();
+    outcome.body_bytes = body_bytes;
+    outcome.body_truncated = body_truncated;
+    if (code == CURLE_WRITE_ERROR && body_truncated) code = CURLE_OK;  // our own stop
+    outcome.error = MapCurlError(code);
+    if (outcome.error != HttpError::kNone) {
+      outcome.error_text = error[0] != '\0' ? error : curl_easy_strerror(code);
+    } else if (!outcome.delivered()) {
+      outcome.error_text = "HTTP " + std::to_string(outcome.status);
+    }
+    return outcome;
+  }
+};
+
+std::string_view HttpErrorName(HttpError error) {
+  switch (error) {
+    case HttpError::kNone:
+      return "none";
+    case HttpError::kTimeout:
+      return "timeout";
+    case HttpError::kConnect:
+      return "connect";
+    case HttpError::kDns:
+      return "dns";
+    case HttpError::kTls:
+      return "tls";
+    case HttpError::kProtocol:
+      return "protocol";
+    case HttpError::kCancelled:
+      return "cancelled";
+    case HttpError::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+std::string HttpSender::Options::Validate() const {
+  if (max_idle_connections < 1) return "max_idle_connections must be at least 1";
+  return "";
+}
+
+namespace {
+HttpSender::Options Validated(HttpSender::Options options) {
+  std::string problem = options.Validate();
+  if (!problem.empty()) throw std::invalid_argument("HttpSender: " + problem);
+  return options;
+}
+}  // namespace
+
+HttpSender::HttpSender() : HttpSender(Options()) {}
+
+HttpSender::HttpSender(Options options) : options_(Validated(options)), multi_(curl_multi_init()) {
+  if (multi_ == nullptr) throw std::runtime_error("HttpSender: curl_multi_init failed");
+  ResizeConnectionCache();
+  io_thread_ = std::thread([this] { Run(); });
+}
+
+HttpSender::~HttpSender() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  curl_multi_wakeup(multi_.get());
+  io_thread_.join();
+}
+
+void HttpSender::Send(HttpRequest request, Callback done) {
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back({std::move(request), std::move(done)});
+  }
+  curl_multi_wakeup(multi_.get());
+}
+
+void HttpSender::Run() {
+  std::vector<Pending> batch;
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+      batch.swap(queue_);
+    }
+    for (auto& pending : batch) Start(std::move(pending));
+    batch.clear();
+
+    int running = 0;
+    curl_multi_perform(multi_.get(), &running);
+    FinishDone();
+    if (curl_multi_poll(multi_.get(), nullptr, 0, kIdlePollMs, nullptr) != CURLM_OK) {
+      // Only out of memory or a broken wakeup pipe gets here; back off rather than spin.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  CancelAll();
+}
+
+void HttpSender::Start(Pending pending) {
+  auto transfer = std::make_unique<Transfer>(std::move(pending));
+  auto fail = [&](HttpError error, std::string text) {
+    HttpOutcome outcome;
+    outcome.error = error;
+    outcome.error_text = std::move(text);
+    Complete(transfer->done, outcome);
+  };
+  if (auto [error, text] = transfer->Check(); error != HttpError::kNone) {
+    return fail(error, std::move(text));
+  }
+  transfer->easy.reset(curl_easy_init());
+  if (transfer->easy == nullptr) return fail(HttpError::kOther, "curl_easy_init failed");
+  CURLcode rc;
+  try {
+    rc = transfer->Configure(options_.max_response_bytes);
+  } catch (const std::bad_alloc&) {
+    rc = CURLE_OUT_OF_MEMORY;
+  }
+  if (rc != CURLE_OK) return fail(HttpError::kOther, curl_easy_strerror(rc));
+  transfer->started = Clock::now();
+  if (CURLMcode mc = curl_multi_add_handle(multi_.get(), transfer->easy.get()); mc != CURLM_OK) {
+    return fail(HttpError::kOther, curl_multi_strerror(mc));
+  }
+  Transfer* key = transfer.get();
+  active_.emplace(key, std::move(transfer));
+  ResizeConnectionCache();
+}
+
+void HttpSender::FinishDone() {
+  int left = 0;
+  while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &left)) {
+    if (msg->msg != CURLMSG_DONE) continue;
+    CURL* easy = msg->easy_handle;
+    CURLcode code = msg->data.result;  // read before remove_handle frees the message
+    char* priv = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+    auto it = active_.find(reinterpret_cast<Transfer*>(priv));
+    curl_multi_remove_handle(multi_.get(), easy);
+    if (it == active_.end()) continue;  // cannot happen: every added handle is in active_
+    std::unique_ptr<Transfer> transfer = std::move(it->second);
+    active_.erase(it);
+    ResizeConnectionCache();
+    Complete(transfer->done, transfer->Finish(code));
+  }
+}
+
+void HttpSender::CancelAll() {
+  auto cancelled = [](std::chrono::microseconds duration) {
+    HttpOutcome outcome;
+    outcome.error = HttpError::kCancelled;
+    outcome.error_text = "cancelled: the sender is shutting down";
+    outcome.duration = duration;
+    return outcome;
+  };
+  // Callbacks may Send more; those are cancelled too, until nothing is left.
+  while (true) {
+    auto active = std::move(active_);
+    active_.clear();
+    std::vector<Pending> queued;
+    {
+      std::lock_guard lock(mu_);
+      queued.swap(queue_);
+    }
+    if (active.empty() && queued.empty()) break;
+    for (auto& [key, transfer] : active) {
+      curl_multi_remove_handle(multi_.get(), transfer->easy.get());
+      Complete(transfer->done, cancelled(transfer->Elapsed()));
+    }
+    for (auto& pending : queued) Complete(pending.done, cancelled({}));
+  }
+}
+
+void HttpSender::Complete(Callback& done, const HttpOutcome& outcome) {
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  if (done) done(outcome);
+}
+
+// libcurl closes the oldest idle connection whenever its cache holds more than MAXCONNECTS
+// connections, busy ones included; keeping the limit at (busy + max_idle_connections) keeps
+// keep-alive working for healthy hosts however many requests hang elsewhere.
+void HttpSender::ResizeConnectionCache() {
+  curl_multi_setopt(multi_.get(), CURLMOPT_MAXCONNECTS,
+                    static_cast<long>(active_.size()) + options_.max_idle_connections);
+}
+
+}  // namespace bulkhead

@@ -6,6 +6,7 @@
 
 #include "exit_codes.h"
 #include "migrate_command.h"
+#include "run_command.h"
 #include "version.h"
 
 namespace {
@@ -17,6 +18,7 @@ slowing any other.
 
 commands:
   migrate up | down [N] | status   apply or reverse the schema migrations
+  run --config FILE                run a worker node until SIGTERM or SIGINT
 
 options:
   -h, --help      show this help (also after a command)
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
     return bulkhead::kExitOk;
   }
   if (command == "migrate") return bulkhead::RunMigrateCommand(rest);
+  if (command == "run") return bulkhead::RunRunCommand(rest);
   std::cerr << "bulkhead: unknown command '" << command << "' (try: bulkhead --help)\n";
   return bulkhead::kExitUsage;
 }

@@ -1,0 +1,199 @@
+#include "node.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <pqxx/pqxx>
+
+#include "completion_writer.h"
+#include "exit_codes.h"
+#include "http_sender.h"
+#include "job_store.h"
+#include "logger.h"
+#include "migrations.h"
+#include "migrator.h"
+#include "queue_runner.h"
+#include "version.h"
+#include "wakeup_listener.h"
+
+namespace bulkhead {
+namespace {
+
+// A node whose heartbeat is this old has lost its lease (used by rescue, issue 8).
+constexpr int64_t kLeaseMs = 30'000;
+constexpr auto kHeartbeatEvery = std::chrono::seconds(5);
+
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+sigset_t StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Waits up to `timeout` for a blocked signal; 0 when none came.
+int WaitForSignal(std::chrono::milliseconds timeout) {
+  sigset_t set = StopSignals();
+  timespec ts{static_cast<time_t>(timeout.count() / 1000),
+              static_cast<long>((timeout.count() % 1000) * 1'000'000)};
+  int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+  }
+  return "signal";
+}
+
+}  // namespace
+
+Node::Node(Config config, std::string database)
+    : config_(std::move(config)), database_(std::move(database)) {}
+
+int Node::Run() {
+  const NodeOptions& options = config_.node;
+  SetLogNode(options.node);
+
+  std::vector<std::string> tier_names;
+  for (const auto& tier : config_.tiers) tier_names.push_back(tier.name);
+
+  std::unique_ptr<pqxx::connection> conn;
+  std::unique_ptr<JobStore> store;
+  try {
+    conn = std::make_unique<pqxx::connection>(database_);
+    Migrator migrator(*conn, EmbeddedMigrations());
+    int version = migrator.DatabaseVersion();
+    if (version != migrator.BinaryVersion()) {
+      Log(LogLevel::kError, "schema_mismatch",
+          {{"database_version", version},
+           {"binary_version", migrator.BinaryVersion()},
+           {"hint", version < migrator.BinaryVersion() ? "run: bulkhead migrate up"
+                                                       : "run a bulkhead release that knows "
+                                                         "the database's schema"}});
+      return kExitFailure;
+    }
+    store = std::make_unique<JobStore>(*conn);
+    store->RegisterTiers(tier_names);
+    store->RegisterNode(options.node, HostName(), getpid(), kVersion, tier_names, kLeaseMs);
+  } catch (const std::exception& e) {
+    Log(LogLevel::kError, "start_failed", {{"error", FirstLine(e.what())}});
+    return kExitFailure;
+  }
+
+  // Declaration order is destruction order reversed: the sender goes first.
+  CompletionWriter writer({database_, options.node, options.completion_batch_size,
+                           std::chrono::milliseconds(options.completion_flush_ms)});
+  std::map<std::string, std::unique_ptr<QueueRunner>> runners;
+  auto sender = std::make_unique<HttpSender>();
+  for (const auto& tier : config_.tiers) {
+    runners.emplace(tier.name,
+                    std::make_unique<QueueRunner>(
+                        QueueRunner::Options{tier, options.node, database_,
+                                             std::chrono::milliseconds(options.poll_interval_ms)},
+                        *sender, writer));
+  }
+  auto listener = std::make_unique<WakeupListener>(database_, [&runners](const std::string& q) {
+    if (q.empty()) {
+      for (auto& [name, runner] : runners) runner->Wake();
+    } else if (auto it = runners.find(q); it != runners.end()) {
+      it->second->Wake();
+    }
+  });
+
+  nlohmann::json tiers = nlohmann::json::object();
+  for (const auto& tier : config_.tiers) tiers[tier.name] = {{"workers", tier.workers}};
+  Log(LogLevel::kInfo, "node_started", {{"version", kVersion}, {"tiers", tiers}});
+
+  // Until the first stop signal: heartbeat.
+  int sig = 0;
+  auto next_heartbeat = std::chrono::steady_clock::now() + kHeartbeatEvery;
+  while (true) {
+    sig = WaitForSignal(std::chrono::milliseconds(1000));
+    if (sig == SIGTERM || sig == SIGINT) break;
+    if (sig == SIGHUP) {
+      Log(LogLevel::kWarn, "reload_not_supported",
+          {{"detail", "got SIGHUP; tier reload is not implemented yet, settings unchanged"}});
+    }
+    if (std::chrono::steady_clock::now() >= next_heartbeat) {
+      next_heartbeat = std::chrono::steady_clock::now() + kHeartbeatEvery;
+      try {
+        if (!store) {
+          conn = std::make_unique<pqxx::connection>(database_);
+          store = std::make_unique<JobStore>(*conn);
+        }
+        store->Heartbeat(options.node, kLeaseMs);
+      } catch (const std::exception& e) {
+        Log(LogLevel::kWarn, "heartbeat_failed", {{"error", FirstLine(e.what())}});
+        store.reset();
+        conn.reset();
+      }
+    }
+  }
+
+  // First stop signal: stop claiming, drain, hand back.
+  listener.reset();
+  for (auto& [name, runner] : runners) runner->StopClaiming();
+  auto in_flight = [&runners] {
+    size_t n = 0;
+    for (auto& [name, runner] : runners) n += runner->in_flight();
+    return n;
+  };
+  Log(LogLevel::kInfo, "draining",
+      {{"signal", SignalName(sig)},
+       {"in_flight", in_flight()},
+       {"grace_ms", options.shutdown_grace_ms},
+       {"detail", std::string("got ") + SignalName(sig) + ", stopped claiming, draining " +
+                      std::to_string(in_flight()) + " in-flight deliveries"}});
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.shutdown_grace_ms);
+  while (in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    int again = WaitForSignal(std::chrono::milliseconds(50));
+    if (again == SIGTERM || again == SIGINT) {
+      Log(LogLevel::kWarn, "exiting_now",
+          {{"signal", SignalName(again)},
+           {"in_flight", in_flight()},
+           {"detail", "second signal: exiting at once; executing jobs return by lease rescue"}});
+      std::_Exit(kExitFailure);
+    }
+  }
+  int handed_back = 0;
+  for (auto& [name, runner] : runners) handed_back += runner->HandBackInFlight();
+  bool written = writer.Drain(std::chrono::seconds(10));
+  sender.reset();  // cancels nothing that is still ours: every runner has handed back
+  runners.clear();
+  try {
+    if (!store) {
+      conn = std::make_unique<pqxx::connection>(database_);
+      store = std::make_unique<JobStore>(*conn);
+    }
+    store->RemoveNode(options.node);
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarn, "deregister_failed", {{"error", FirstLine(e.what())}});
+  }
+  Log(LogLevel::kInfo, "node_stopped",
+      {{"handed_back", handed_back},
+       {"results_written", writer.written()},
+       {"all_results_written", written},
+       {"detail",
+        "handed back " + std::to_string(handed_back) + " unfinished deliveries; stopped"}});
+  return kExitOk;
+}
+
+}  // namespace bulkhead

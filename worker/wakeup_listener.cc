@@ -1,0 +1,61 @@
+#include "wakeup_listener.h"
+
+#include <chrono>
+#include <memory>
+#include <pqxx/pqxx>
+
+#include "logger.h"
+
+namespace bulkhead {
+namespace {
+
+constexpr const char* kChannel = "bulkhead_jobs";
+
+class Receiver : public pqxx::notification_receiver {
+ public:
+  Receiver(pqxx::connection_base& conn, const WakeupListener::OnWake& on_wake)
+      : pqxx::notification_receiver(conn, kChannel), on_wake_(on_wake) {}
+  void operator()(const std::string& payload, int /*backend_pid*/) override { on_wake_(payload); }
+
+ private:
+  const WakeupListener::OnWake& on_wake_;
+};
+
+}  // namespace
+
+WakeupListener::WakeupListener(std::string database, OnWake on_wake)
+    : database_(std::move(database)), on_wake_(std::move(on_wake)), thread_([this] { Run(); }) {}
+
+WakeupListener::~WakeupListener() {
+  stop_ = true;
+  thread_.join();
+}
+
+void WakeupListener::Run() {
+  auto backoff = std::chrono::milliseconds(100);
+  bool was_connected = false;
+  while (!stop_) {
+    try {
+      pqxx::connection conn(database_);
+      Receiver receiver(conn, on_wake_);  // LISTENs
+      connected_ = true;
+      if (was_connected) Log(LogLevel::kInfo, "listen_reconnected");
+      was_connected = true;
+      backoff = std::chrono::milliseconds(100);
+      on_wake_("");  // catch up on what was enqueued while we were not listening
+      while (!stop_) conn.await_notification(0, 200'000);
+    } catch (const std::exception& e) {
+      connected_ = false;
+      Log(LogLevel::kWarn, "listen_failed",
+          {{"error", FirstLine(e.what())}, {"retry_in_ms", backoff.count()}});
+      for (auto waited = std::chrono::milliseconds(0); waited < backoff && !stop_;
+           waited += std::chrono::milliseconds(50)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+  }
+  connected_ = false;
+}
+
+}  // namespace bulkhead

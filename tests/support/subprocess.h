@@ -1,5 +1,5 @@
-// RunCommand: runs a program to completion and captures what it printed, for the tests of the
-// command-line binaries. Blocks the calling thread.
+// Subprocess: RunCommand runs a program to completion and captures what it printed, for the tests
+// of the command-line binaries. Blocks the calling thread.
 #pragma once
 
 #include <map>

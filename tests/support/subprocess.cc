@@ -1,4 +1,4 @@
-#include "run_command.h"
+#include "subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>

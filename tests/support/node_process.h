@@ -1,0 +1,48 @@
+// NodeProcess: a `bulkhead run` node started as a child process, for end-to-end tests that
+// need the real binary: signals, exit codes, several nodes at once.
+//
+// Writes the node's config and tier files into a temporary folder of its own (removed on
+// destruction, after the node is killed if it still runs). stderr (the JSON log) goes to a
+// file that Log() reads. Used from the test's main thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace bulkhead::testing {
+
+class NodeProcess {
+ public:
+  // `node_config` is the node's JSON config (tiers_dir is set by this class); `tiers` maps a
+  // tier name to its file's JSON.
+  NodeProcess(nlohmann::json node_config, const std::map<std::string, nlohmann::json>& tiers);
+  ~NodeProcess();
+  NodeProcess(const NodeProcess&) = delete;
+  NodeProcess& operator=(const NodeProcess&) = delete;
+
+  // Starts `bulkhead run --config <file> --database <database>`.
+  void Start(const std::string& database);
+  void Signal(int sig) const;
+  // The exit code once the process has ended (128 + signal if killed), or nullopt if it is
+  // still running after `timeout`.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  // Threads of the running process (/proc/<pid>/task).
+  int ThreadCount() const;
+  std::string Log() const;
+  const std::filesystem::path& config_file() const { return config_file_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::filesystem::path config_file_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace bulkhead::testing

@@ -1,0 +1,139 @@
+// Configuration: the node's JSON config file and the tier files it serves (design §2).
+//
+// `bulkhead run --config FILE` reads one JSON object for the node (NodeOptions) and one JSON
+// object per served tier, each in its own file `<tiers_dir>/<tier>.json` (TierOptions). Every key
+// is optional: its default is written beside its field below, and each struct's Validate() holds
+// its ranges, so docs/configuration.md, the defaults and the checks sit in two places that name
+// each other. Anything else — an unknown or repeated key, a wrong JSON type, a value out of
+// range, a tier file that is not named like a tier — refuses the whole configuration, with the
+// file, the key and the reason: a node never starts on a half-understood config.
+//
+// Validated now, used by later work: `channel_share` (the per-node channel cap),
+// `failure_threshold` and `cooldown_ms` (the channel breaker), `metrics_listen` (the Prometheus
+// endpoint) and `allowed_networks` (the SSRF guard). Until those land, the keys are checked and
+// carried but change nothing.
+//
+// Reads files and, for the default node name, the host name and pid; keeps no state. Safe to
+// call from any thread. Expected failures (a missing file, bad JSON, a bad value) are returned
+// as ConfigError values; nothing here throws but std::bad_alloc.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "retry_policy.h"
+
+namespace bulkhead {
+
+// Why a configuration was refused.
+struct ConfigError {
+  std::string file;    // the config or tier file (or tiers folder) at fault
+  std::string key;     // the key, "retry_delays_ms[2]" for an entry; empty for the whole file
+  std::string reason;  // "must be an integer from 1 to 10000, not 0"
+
+  // "<file>: <key>: <reason>", or "<file>: <reason>" when key is empty.
+  std::string Message() const;
+};
+
+// The retry schedule of kDefaultRetryDelays, in the milliseconds of a tier file.
+std::vector<int64_t> DefaultRetryDelaysMs();
+
+// One tier: one queue, and how a node works it. Read from `<tiers_dir>/<name>.json`.
+struct TierOptions {
+  // The tier's file name without .json; ^[a-z][a-z0-9_]{0,62}$, the database's rule.
+  std::string name;
+
+  // Deliveries in flight at once for this tier, per node. 1..10000.
+  int workers = 20;
+
+  // Share of `workers` one channel may hold on a node. (0, 1]. Not yet used: the per-node
+  // channel cap.
+  double channel_share = 0.5;
+
+  // Failed attempts of one channel that open its breaker. 1..1000. Not yet used: the breaker.
+  int failure_threshold = 5;
+
+  // How long an open breaker waits before one probe, in ms. 1000..86400000 (1 s..24 h).
+  // Not yet used: the breaker.
+  int64_t cooldown_ms = 30000;
+
+  // Connecting (TCP and TLS) to a channel's endpoint, in ms. 1..600000.
+  int64_t connect_timeout_ms = 3000;
+
+  // A whole attempt, connecting included, in ms. 1..3600000, and ≥ connect_timeout_ms.
+  int64_t request_timeout_ms = 10000;
+
+  // The wait after each failed attempt, in ms; past the end the last repeats (RetryPolicy).
+  // 1..100 entries of 1..604800000 (7 days). Default 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+  std::vector<int64_t> retry_delays_ms = DefaultRetryDelaysMs();
+
+  // Each retry delay is spread uniformly over ±this share of it. 0..1.
+  double retry_jitter = kDefaultRetryJitter;  // 0.1
+
+  // The first bad field, with an empty ConfigError::file; std::nullopt when all are good.
+  std::optional<ConfigError> Validate() const;
+};
+
+// One worker node: which database, which tiers, and its own limits.
+struct NodeOptions {
+  // libpq connection string or URL. Empty: not set, and `--database`, DATABASE_URL or libpq's
+  // PG* variables decide (design §2).
+  std::string database;
+
+  // This node's name in bulkhead.nodes, unique in the fleet. 1..200 characters.
+  std::string node = DefaultNodeName();  // "<host name>-<pid>"
+
+  // The folder of the tier files. A relative path is relative to the config file's folder;
+  // LoadConfig stores it resolved. Not empty.
+  std::string tiers_dir = "tiers";
+
+  // Where the Prometheus endpoint listens: "host:port" or "[ipv6]:port", port 1..65535.
+  // Not yet used: the metrics endpoint.
+  std::string metrics_listen = "127.0.0.1:9464";
+
+  // CIDR networks the SSRF guard lets through although private, loopback or link-local
+  // ("127.0.0.0/8" for a loopback mock). Not yet used: the SSRF guard.
+  std::vector<std::string> allowed_networks;
+
+  // The tiers this node serves, each with a file in tiers_dir. Empty: every *.json there.
+  std::vector<std::string> tiers;
+
+  // After the first SIGTERM, how long in-flight deliveries may finish, in ms. 0..600000.
+  int64_t shutdown_grace_ms = 10000;
+
+  // How often a tier is polled for due work when no NOTIFY wakes it, in ms. 10..60000.
+  int64_t poll_interval_ms = 1000;
+
+  // Finished jobs written back per statement, at most. 1..10000.
+  int completion_batch_size = 500;
+
+  // The longest a finished job waits for its batch to be written, in ms. 1..1000.
+  int64_t completion_flush_ms = 5;
+
+  // The first bad field, with an empty ConfigError::file; std::nullopt when all are good.
+  std::optional<ConfigError> Validate() const;
+
+  // "<host name>-<pid>": the default of `node`.
+  static std::string DefaultNodeName();
+};
+
+struct Config {
+  NodeOptions node;                // node.tiers_dir is resolved against the config file's folder
+  std::vector<TierOptions> tiers;  // the served tiers only, sorted by name; never empty
+  std::filesystem::path file;      // the config file, as given
+};
+
+// Reads and validates the node config `file` and the tiers it serves.
+std::variant<Config, ConfigError> LoadConfig(const std::filesystem::path& file);
+
+// Reads and validates the tier files in `dir`: `<name>.json` for each of `names`, or every
+// *.json file there when `names` is empty (then a file not named like a tier is an error, and
+// so is finding none). Sorted by name. Also what a reload reads again.
+std::variant<std::vector<TierOptions>, ConfigError> LoadTiers(
+    const std::filesystem::path& dir, const std::vector<std::string>& names);
+
+}  // namespace bulkhead

@@ -1,0 +1,164 @@
+// HttpSender: sends webhook POSTs, many at once, on one I/O thread of its own.
+//
+// Every request is a libcurl easy handle on one multi handle, driven by one thread that the
+// sender owns (curl_multi_perform + curl_multi_poll). A request that hangs holds a socket and a
+// few kilobytes, never a thread: thousands in flight cost thousands of file descriptors (raise
+// RLIMIT_NOFILE in main) and nothing else. Connections are kept alive and reused across
+// requests to the same host through the multi handle's connection cache.
+//
+// Threads: Send() and in_flight() may be called from any thread, concurrently. Send never
+// touches the network: it queues the request and wakes the I/O thread (curl_multi_wakeup).
+// Every callback runs exactly once, on the I/O thread; it must not block or throw, since it
+// holds up every other request's progress — hand the outcome to another thread's queue. A
+// callback may call Send. The destructor stops the I/O thread; before it returns, every queued
+// and in-flight request has completed with HttpError::kCancelled (on the I/O thread). Send must
+// not be called once destruction has begun, except from a callback.
+//
+// Caller's duties: curl_global_init(CURL_GLOBAL_DEFAULT) once, in main, before any thread
+// starts (it is not thread-safe), and SIGPIPE ignored. The sender does not bound the number of
+// requests in flight: the caller does (a worker holds a slot per delivery).
+//
+// Trade-offs of the design:
+// - One thread. Each turn of the loop costs O(requests in flight): curl_multi_poll polls every
+//   socket and curl_multi_perform visits every transfer. That is cheap next to HTTP at a few
+//   thousand in flight and buys simple ownership (no locks on curl state); past ~10,000 in
+//   flight the right move is curl_multi_socket_action on epoll, not more threads. Callbacks
+//   share the thread, so their cost is paid by everyone's latency.
+// - HTTP/1.1 only, one connection per request in flight. HTTP/2 would multiplex many requests
+//   on one connection, so a stalled connection (a dead peer, exhausted flow control) would fail
+//   healthy requests along with the stuck one; a webhook endpoint rarely earns that risk.
+// - Idle connections kept: up to Options::max_idle_connections beyond those in use. libcurl's
+//   cache limit counts busy connections too, so a fixed limit would stop keep-alive for every
+//   host as soon as that many requests hang; the sender raises the limit with the load.
+// - Name resolution uses libcurl's resolver (threaded in Debian's build: a short-lived helper
+//   thread per lookup of a name not in the 60 s DNS cache; none for an IP literal).
+// - The response body is counted, not kept, and read only up to max_response_bytes: a huge
+//   body costs the receiver's bandwidth, not our memory, and the connection is then closed.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace bulkhead {
+
+struct HttpRequest {
+  std::string url;  // http:// or https:// only; anything else fails with kProtocol, unsent
+  std::string body;
+  // Sent as given, in order. Names and values must not contain CR, LF or NUL (such a request
+  // fails with kProtocol, unsent). curl's default "Accept" and form "Content-Type" are not sent
+  // unless given here; "Expect: 100-continue" never is.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::chrono::milliseconds connect_timeout{3000};   // TCP + TLS handshake; must be > 0
+  std::chrono::milliseconds request_timeout{10000};  // whole request, connect included; > 0
+};
+
+enum class HttpError {
+  kNone,       // a response arrived, whatever its status (its body maybe cut at the cap)
+  kTimeout,    // connect_timeout or request_timeout ran out
+  kConnect,    // no connection (refused, unreachable): the request was surely not received
+  kDns,        // the host name did not resolve
+  kTls,        // TLS handshake or certificate verification failed
+  kProtocol,   // not HTTP: bad URL or scheme, invalid header, garbled or cut-off response,
+               // connection reset or closed mid-exchange
+  kCancelled,  // the sender shut down first
+  kOther,      // anything else (out of memory, an invalid timeout, …)
+};
+
+// "none", "timeout", "connect", "dns", "tls", "protocol", "cancelled", "other": stable words
+// for logs and metric labels.
+std::string_view HttpErrorName(HttpError error);
+
+struct HttpOutcome {
+  int status = 0;  // HTTP status if a status line arrived, else 0
+  HttpError error = HttpError::kNone;
+  // Why it was not delivered: curl's message for a transport error ("Failed to connect to
+  // 127.0.0.1 port 9 after 0 ms: Couldn't connect to server"), "HTTP 503" for a complete
+  // non-2xx response; empty when delivered.
+  std::string error_text;
+  std::chrono::microseconds duration{0};  // from the start of the transfer to its end
+  size_t body_bytes = 0;                  // response body bytes read, at most the cap
+  bool body_truncated = false;  // the body went past max_response_bytes; the rest was not read
+
+  // A complete 2xx response. A body cut at the cap still counts: the status had arrived.
+  bool delivered() const { return error == HttpError::kNone && status >= 200 && status < 300; }
+};
+
+class HttpSender {
+ public:
+  struct Options {
+    // Response body bytes read per request; past it the transfer stops (body_truncated).
+    size_t max_response_bytes = 64 * 1024;
+    // Idle keep-alive connections kept for reuse, beyond the connections in use (>= 1). Each
+    // costs a file descriptor and a socket buffer; the oldest idle one is closed first.
+    long max_idle_connections = 1024;
+
+    // Empty when valid, else what is wrong.
+    std::string Validate() const;
+  };
+
+  using Callback = std::function<void(const HttpOutcome&)>;
+
+  // Starts the I/O thread. Throws std::invalid_argument for invalid options and
+  // std::runtime_error if libcurl cannot make its multi handle.
+  HttpSender();
+  explicit HttpSender(Options options);
+  ~HttpSender();
+  HttpSender(const HttpSender&) = delete;
+  HttpSender& operator=(const HttpSender&) = delete;
+
+  // Queues a POST; `done` runs once with its outcome, on the I/O thread. Never blocks on I/O.
+  void Send(HttpRequest request, Callback done);
+
+  // Requests sent and not yet completed: queued or on the wire. A callback runs after its
+  // request has left this count.
+  size_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Pending {
+    HttpRequest request;
+    Callback done;
+  };
+  struct Transfer;  // one request on the wire; defined in http_sender.cc
+  struct MultiCleanup {
+    void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
+  };
+
+  void Run();                   // the I/O thread
+  void Start(Pending pending);  // queued -> on the wire, or completed at once
+  void FinishDone();            // completes every transfer curl reports done
+  void CancelAll();             // completes everything with kCancelled
+  void Complete(Callback& done, const HttpOutcome& outcome);
+  void ResizeConnectionCache();
+
+  // Constant after construction
+  const Options options_;
+  // curl_multi_wakeup may be called from any thread; every other use is the I/O thread's.
+  const std::unique_ptr<CURLM, MultiCleanup> multi_;
+
+  // Guarded by mu_
+  std::mutex mu_;
+  std::vector<Pending> queue_;  // sent, not yet handed to curl
+  bool stopping_ = false;
+
+  // Atomic: incremented by Send, decremented by the I/O thread just before a callback
+  std::atomic<size_t> in_flight_{0};
+
+  // Only touched by the I/O thread
+  std::unordered_map<Transfer*, std::unique_ptr<Transfer>> active_;  // on the multi handle
+
+  std::thread io_thread_;  // last: starts once every field above exists
+};
+
+}  // namespace bulkhead

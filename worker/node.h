@@ -1,0 +1,37 @@
+// Node: one worker node — a queue runner per served tier, one HttpSender, one
+// CompletionWriter, one WakeupListener — from start to a clean stop.
+//
+// Run() registers the tiers and the node, starts the parts, heartbeats, and waits for
+// signals, which the caller must have blocked in every thread (run_command.cc does, before
+// any thread starts), so that only Run() receives them, through sigtimedwait:
+//   SIGTERM / SIGINT, first: stop claiming, let in-flight requests finish for up to
+//     shutdown_grace_ms, hand the rest back as available without spending their attempt,
+//     write every result, remove the node's row, return 0.
+//   SIGTERM / SIGINT, second: exit at once with 1; jobs still executing come back through
+//     lease rescue.
+//   SIGHUP: logged; reloading tiers arrives with the tier work (issue 5).
+//
+// Ownership: the Node owns every part and destroys the HttpSender first, since its callbacks
+// reach into the runners and the writer. Run() runs on the calling (main) thread.
+#pragma once
+
+#include <string>
+
+#include "config.h"
+
+namespace bulkhead {
+
+class Node {
+ public:
+  // `database` is the resolved connection string (design §2 order).
+  Node(Config config, std::string database);
+
+  // Returns the process exit code (exit_codes.h).
+  int Run();
+
+ private:
+  const Config config_;
+  const std::string database_;
+};
+
+}  // namespace bulkhead

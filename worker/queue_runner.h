@@ -1,0 +1,97 @@
+// QueueRunner: one tier's queue on this node — claims jobs into free worker slots, sends them
+// through the node's HttpSender, and hands each result to the CompletionWriter.
+//
+// A worker slot is a claimed job whose request is in flight; `workers` bounds them. A request
+// that hangs holds its slot until the tier's request timeout, never a thread: the runner's one
+// thread only claims, and the HttpSender's one I/O thread drives every request.
+//
+// When to claim. After a claim that filled every free slot, the queue probably has more, so
+// the runner claims again as soon as a slot frees. After a claim that came back short, the
+// queue is drained and the runner waits for a wake-up (an enqueue's NOTIFY, via Wake()) or the
+// jittered fallback poll (poll_interval ±20 %, which is also what finds retries coming due).
+// A claim asks for all free slots at once, so at high throughput one round trip refills many.
+//
+// Threads. The runner thread owns the database connection (JobStore) and claims. Result
+// callbacks run on the sender's I/O thread: they compute the result and its retry delay, hand
+// it to the writer and free the slot. Wake(), StopClaiming() and in_flight() may be called
+// from any thread. The runner must outlive the HttpSender's callbacks: destroy the sender
+// first.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "completion_writer.h"
+#include "config.h"
+#include "http_sender.h"
+#include "job_store.h"
+#include "retry_policy.h"
+
+namespace bulkhead {
+
+class QueueRunner {
+ public:
+  struct Options {
+    TierOptions tier;
+    std::string node;
+    std::string database;  // libpq connection string
+    std::chrono::milliseconds poll_interval{1000};
+  };
+
+  // Starts the runner thread, which connects and claims at once (catching up on what was
+  // enqueued while no node ran).
+  QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer);
+  // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
+  ~QueueRunner();
+  QueueRunner(const QueueRunner&) = delete;
+  QueueRunner& operator=(const QueueRunner&) = delete;
+
+  // Claim now: work was enqueued, or the node reconnected and may have missed a wake-up.
+  void Wake();
+
+  // No more claims. Returns once the runner thread has ended; requests in flight run on.
+  void StopClaiming();
+
+  // Gives every job still in flight back as `available` without spending its attempt, and
+  // forgets it, so a late answer for it is dropped. Only after StopClaiming(). Returns the
+  // number given back; jobs the database no longer had as ours are not counted.
+  int HandBackInFlight();
+
+  size_t in_flight() const;
+  const std::string& queue() const { return options_.tier.name; }
+
+ private:
+  void Run();
+  std::vector<ClaimedJob> ClaimOrBackOff(int limit);
+  void Dispatch(std::vector<ClaimedJob> jobs);
+  void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
+  std::chrono::steady_clock::time_point NextPoll();
+
+  // Constant after construction.
+  const Options options_;
+  const RetryPolicy retry_;
+  HttpSender& sender_;
+  CompletionWriter& writer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  std::unordered_map<int64_t, int> in_flight_;  // job id → attempt
+  bool wake_ = false;
+  bool stop_ = false;
+
+  // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unique_ptr<JobStore> store_;
+
+  std::thread thread_;  // started last
+};
+
+}  // namespace bulkhead
