@@ -39,6 +39,11 @@ bool CompletionWriter::Drain(std::chrono::milliseconds timeout) {
   return drained_.wait_for(lock, timeout, [&] { return written_ >= target; });
 }
 
+bool CompletionWriter::Saturated() const {
+  std::lock_guard lock(mu_);
+  return pending_.size() >= static_cast<size_t>(options_.batch_size) * 20;
+}
+
 uint64_t CompletionWriter::written() const {
   std::lock_guard lock(mu_);
   return written_;

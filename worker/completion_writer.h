@@ -9,9 +9,11 @@
 // Losing the database loses no result while the node runs: a failed write keeps the batch and
 // retries with backoff (100 ms doubling to 5 s) on a new connection. Only when the writer is
 // destroyed during an outage does it give up, logging how many results it dropped; those jobs
-// stay `executing` and return through lease rescue, so delivery stays at-least-once. Waiting
-// results are bounded by the node's in-flight requests: a runner hands each slot's result here
-// once.
+// stay `executing` and return through lease rescue, so delivery stays at-least-once.
+//
+// Bounded: Saturated() turns true at 20 batches waiting (10,000 results at the defaults), and
+// queue runners stop claiming until it clears, so a slow or failing database holds the node's
+// memory flat instead of letting results pile up.
 //
 // Threads: Add() and Drain() from any thread; the writer thread owns the connection.
 #pragma once
@@ -52,6 +54,9 @@ class CompletionWriter {
 
   // Results written so far (for the node's progress log and tests).
   uint64_t written() const;
+
+  // Whether so many results wait that new claims should wait too.
+  bool Saturated() const;
 
  private:
   void Run();

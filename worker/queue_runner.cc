@@ -77,6 +77,11 @@ void QueueRunner::Run() {
   while (!stop_) {
     int free = workers - static_cast<int>(in_flight_.size());
     bool due = more || wake_ || std::chrono::steady_clock::now() >= next_poll;
+    if (free > 0 && due && writer_.Saturated()) {
+      // Results are not being written fast enough: claiming more would only pile them up.
+      cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return stop_; });
+      continue;
+    }
     if (free > 0 && due) {
       wake_ = false;
       lock.unlock();
