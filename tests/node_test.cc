@@ -427,6 +427,23 @@ TEST_F(NodeTest, AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll) {
   EXPECT_TRUE(receiver.WaitForRequests(1, seconds(20))) << node.Log();
 }
 
+TEST_F(NodeTest, AfterItsListenConnectionDropsTheNodeCatchesUpByClaiming) {
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  NodeProcess node(NodeConfig("node-a", {{"poll_interval_ms", 60000}}), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"))
+      << node.Log();
+  // Cut the LISTEN connection and enqueue at once: the NOTIFY goes to nobody. Only the
+  // catch-up claim after the reconnect can deliver the job before the one-minute poll.
+  ASSERT_TRUE(QueryValue<bool>(db(),
+                               "SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                               "WHERE query LIKE 'LISTEN%'"));
+  Enqueue(ch, 1);
+  EXPECT_TRUE(receiver.WaitForRequests(1, seconds(20))) << node.Log();
+  EXPECT_NE(node.Log().find("listen_reconnected"), std::string::npos) << node.Log();
+}
+
 TEST_F(NodeTest, ABadTierFileStopsTheNodeWithFileKeyAndReason) {
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(0)}});
   node.Start(url());

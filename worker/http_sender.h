@@ -141,6 +141,7 @@ class HttpSender {
   void CancelAll();             // completes everything with kCancelled
   void Complete(Callback& done, const HttpOutcome& outcome);
   void ResizeConnectionCache();
+  void Recycle(Transfer& transfer);  // keeps its easy handle in spare_easy_ (or frees it)
 
   // Constant after construction
   const Options options_;
@@ -155,8 +156,11 @@ class HttpSender {
   // Atomic: incremented by Send, decremented by the I/O thread just before a callback
   std::atomic<size_t> in_flight_{0};
 
-  // Only touched by the I/O thread
+  // Only touched by the I/O thread (and by the destructor once it has joined the thread)
   std::unordered_map<Transfer*, std::unique_ptr<Transfer>> active_;  // on the multi handle
+  // Easy handles of finished transfers, kept for the next ones (curl_easy_reset): making a
+  // handle and its buffers for every request cost more CPU than the request itself.
+  std::vector<CURL*> spare_easy_;
 
   std::thread io_thread_;  // last: starts once every field above exists
 };

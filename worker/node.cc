@@ -174,7 +174,11 @@ int Node::Run() {
     }
   }
   int handed_back = 0;
-  for (auto& [name, runner] : runners) handed_back += runner->HandBackInFlight();
+  nlohmann::json claims = nlohmann::json::object();
+  for (auto& [name, runner] : runners) {
+    handed_back += runner->HandBackInFlight();
+    claims[name] = {{"claims", runner->claims()}, {"jobs", runner->claimed()}};
+  }
   bool written = writer.Drain(std::chrono::seconds(10));
   sender.reset();  // cancels nothing that is still ours: every runner has handed back
   runners.clear();
@@ -189,6 +193,7 @@ int Node::Run() {
   }
   Log(LogLevel::kInfo, "node_stopped",
       {{"handed_back", handed_back},
+       {"claims", claims},
        {"results_written", writer.written()},
        {"all_results_written", written},
        {"detail",

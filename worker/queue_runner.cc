@@ -110,7 +110,10 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit) {
         conn_ = std::make_unique<pqxx::connection>(options_.database);
         store_ = std::make_unique<JobStore>(*conn_);
       }
-      return store_->Claim(options_.tier.name, limit, options_.node);
+      std::vector<ClaimedJob> jobs = store_->Claim(options_.tier.name, limit, options_.node);
+      ++claims_;
+      claimed_ += jobs.size();
+      return jobs;
     } catch (const std::exception& e) {
       Log(LogLevel::kWarn, "claim_failed",
           {{"tier", options_.tier.name},

@@ -18,6 +18,7 @@
 // first.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -66,6 +67,9 @@ class QueueRunner {
 
   size_t in_flight() const;
   const std::string& queue() const { return options_.tier.name; }
+  // Claim statements run and jobs they returned, since start.
+  uint64_t claims() const { return claims_.load(); }
+  uint64_t claimed() const { return claimed_.load(); }
 
  private:
   void Run();
@@ -90,6 +94,9 @@ class QueueRunner {
   // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
   std::unique_ptr<pqxx::connection> conn_;
   std::unique_ptr<JobStore> store_;
+
+  std::atomic<uint64_t> claims_{0};
+  std::atomic<uint64_t> claimed_{0};
 
   std::thread thread_;  // started last
 };
