@@ -444,6 +444,26 @@ TEST_F(NodeTest, AfterItsListenConnectionDropsTheNodeCatchesUpByClaiming) {
   EXPECT_NE(node.Log().find("listen_reconnected"), std::string::npos) << node.Log();
 }
 
+TEST_F(NodeTest, KeepsDeliveringAfterEveryOneOfItsConnectionsIsKilled) {
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  Enqueue(ch, 10);
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(WaitFor("count(*) = 10 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
+  // The claim, result, LISTEN and heartbeat connections all go at once, as in a failover.
+  ASSERT_GE(QueryValue<int>(db(),
+                            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND pid <> pg_backend_pid()"),
+            3);
+  Enqueue(ch, 10);
+  EXPECT_TRUE(WaitFor("count(*) = 20 FROM bulkhead.jobs WHERE state = 'completed'"))
+      << node.Log();
+  EXPECT_EQ(receiver.request_count(), 20u);
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+}
+
 TEST_F(NodeTest, ABadTierFileStopsTheNodeWithFileKeyAndReason) {
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(0)}});
   node.Start(url());
