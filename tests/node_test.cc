@@ -457,8 +457,7 @@ TEST_F(NodeTest, KeepsDeliveringAfterEveryOneOfItsConnectionsIsKilled) {
                             "WHERE datname = current_database() AND pid <> pg_backend_pid()"),
             3);
   Enqueue(ch, 10);
-  EXPECT_TRUE(WaitFor("count(*) = 20 FROM bulkhead.jobs WHERE state = 'completed'"))
-      << node.Log();
+  EXPECT_TRUE(WaitFor("count(*) = 20 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
   EXPECT_EQ(receiver.request_count(), 20u);
   node.Signal(SIGTERM);
   EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
