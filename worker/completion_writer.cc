@@ -1,8 +1,7 @@
 #include "completion_writer.h"
 
-#include <memory>
-
 #include "logger.h"
+#include "store_connection.h"
 
 namespace bulkhead {
 
@@ -50,8 +49,7 @@ uint64_t CompletionWriter::written() const {
 }
 
 void CompletionWriter::Run() {
-  std::unique_ptr<pqxx::connection> conn;
-  std::unique_ptr<JobStore> store;
+  StoreConnection store(options_.database);
   auto backoff = std::chrono::milliseconds(100);
   std::vector<AttemptResult> batch;
   std::unique_lock lock(mu_);
@@ -73,11 +71,7 @@ void CompletionWriter::Run() {
 
     bool ok = false;
     try {
-      if (!store) {
-        conn = std::make_unique<pqxx::connection>(options_.database);
-        store = std::make_unique<JobStore>(*conn);
-      }
-      store->Record(batch, options_.node);
+      store.Get().Record(batch, options_.node);
       ok = true;
       backoff = std::chrono::milliseconds(100);
     } catch (const std::exception& e) {
@@ -85,8 +79,7 @@ void CompletionWriter::Run() {
           {{"results", batch.size()},
            {"error", FirstLine(e.what())},
            {"retry_in_ms", backoff.count()}});
-      store.reset();
-      conn.reset();
+      store.Reset();
     }
 
     lock.lock();

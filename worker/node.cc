@@ -16,6 +16,7 @@
 #include "migrations.h"
 #include "migrator.h"
 #include "queue_runner.h"
+#include "store_connection.h"
 #include "version.h"
 #include "wakeup_listener.h"
 
@@ -74,11 +75,10 @@ int Node::Run() {
   std::vector<std::string> tier_names;
   for (const auto& tier : config_.tiers) tier_names.push_back(tier.name);
 
-  std::unique_ptr<pqxx::connection> conn;
-  std::unique_ptr<JobStore> store;
+  StoreConnection store(database_);
   try {
-    conn = std::make_unique<pqxx::connection>(database_);
-    Migrator migrator(*conn, EmbeddedMigrations());
+    pqxx::connection conn(database_);
+    Migrator migrator(conn, EmbeddedMigrations());
     int version = migrator.DatabaseVersion();
     if (version != migrator.BinaryVersion()) {
       Log(LogLevel::kError, "schema_mismatch",
@@ -89,9 +89,8 @@ int Node::Run() {
                                                          "the database's schema"}});
       return kExitFailure;
     }
-    store = std::make_unique<JobStore>(*conn);
-    store->RegisterTiers(tier_names);
-    store->RegisterNode(options.node, HostName(), getpid(), kVersion, tier_names, kLeaseMs);
+    store.Get().RegisterTiers(tier_names);
+    store.Get().RegisterNode(options.node, HostName(), getpid(), kVersion, tier_names, kLeaseMs);
   } catch (const std::exception& e) {
     Log(LogLevel::kError, "start_failed", {{"error", FirstLine(e.what())}});
     return kExitFailure;
@@ -134,15 +133,10 @@ int Node::Run() {
     if (std::chrono::steady_clock::now() >= next_heartbeat) {
       next_heartbeat = std::chrono::steady_clock::now() + kHeartbeatEvery;
       try {
-        if (!store) {
-          conn = std::make_unique<pqxx::connection>(database_);
-          store = std::make_unique<JobStore>(*conn);
-        }
-        store->Heartbeat(options.node, kLeaseMs);
+        store.Get().Heartbeat(options.node, kLeaseMs);
       } catch (const std::exception& e) {
         Log(LogLevel::kWarn, "heartbeat_failed", {{"error", FirstLine(e.what())}});
-        store.reset();
-        conn.reset();
+        store.Reset();
       }
     }
   }
@@ -182,14 +176,17 @@ int Node::Run() {
   bool written = writer.Drain(std::chrono::seconds(10));
   sender.reset();  // cancels nothing that is still ours: every runner has handed back
   runners.clear();
-  try {
-    if (!store) {
-      conn = std::make_unique<pqxx::connection>(database_);
-      store = std::make_unique<JobStore>(*conn);
+  // Twice: the first try may find the connection the database dropped during the run.
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    try {
+      store.Get().RemoveNode(options.node);
+      break;
+    } catch (const std::exception& e) {
+      store.Reset();
+      if (attempt == 2) {
+        Log(LogLevel::kWarn, "deregister_failed", {{"error", FirstLine(e.what())}});
+      }
     }
-    store->RemoveNode(options.node);
-  } catch (const std::exception& e) {
-    Log(LogLevel::kWarn, "deregister_failed", {{"error", FirstLine(e.what())}});
   }
   Log(LogLevel::kInfo, "node_stopped",
       {{"handed_back", handed_back},

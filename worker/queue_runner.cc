@@ -36,6 +36,7 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       retry_(Delays(options_.tier.retry_delays_ms), options_.tier.retry_jitter),
       sender_(sender),
       writer_(writer),
+      store_(options_.database),
       thread_([this] { Run(); }) {}
 
 QueueRunner::~QueueRunner() { StopClaiming(); }
@@ -106,11 +107,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit) {
   auto backoff = std::chrono::milliseconds(100);
   while (true) {
     try {
-      if (!store_) {
-        conn_ = std::make_unique<pqxx::connection>(options_.database);
-        store_ = std::make_unique<JobStore>(*conn_);
-      }
-      std::vector<ClaimedJob> jobs = store_->Claim(options_.tier.name, limit, options_.node);
+      std::vector<ClaimedJob> jobs = store_.Get().Claim(options_.tier.name, limit, options_.node);
       ++claims_;
       claimed_ += jobs.size();
       return jobs;
@@ -119,8 +116,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit) {
           {{"tier", options_.tier.name},
            {"error", FirstLine(e.what())},
            {"retry_in_ms", backoff.count()}});
-      store_.reset();
-      conn_.reset();
+      store_.Reset();
     }
     std::unique_lock lock(mu_);
     if (cv_.wait_for(lock, backoff, [&] { return stop_; })) return {};
@@ -207,11 +203,7 @@ int QueueRunner::HandBackInFlight() {
   }
   if (jobs.empty()) return 0;
   try {
-    if (!store_) {
-      conn_ = std::make_unique<pqxx::connection>(options_.database);
-      store_ = std::make_unique<JobStore>(*conn_);
-    }
-    return store_->HandBack(jobs, options_.node);
+    return store_.Get().HandBack(jobs, options_.node);
   } catch (const std::exception& e) {
     Log(LogLevel::kError, "hand_back_failed",
         {{"tier", options_.tier.name}, {"jobs", jobs.size()}, {"error", FirstLine(e.what())}});

@@ -22,9 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <memory>
 #include <mutex>
-#include <pqxx/pqxx>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -34,6 +32,7 @@
 #include "http_sender.h"
 #include "job_store.h"
 #include "retry_policy.h"
+#include "store_connection.h"
 
 namespace bulkhead {
 
@@ -92,8 +91,7 @@ class QueueRunner {
   bool stop_ = false;
 
   // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
-  std::unique_ptr<pqxx::connection> conn_;
-  std::unique_ptr<JobStore> store_;
+  StoreConnection store_;
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
