@@ -9,6 +9,7 @@
 
 #include "database_url.h"
 #include "exit_codes.h"
+#include "logger.h"
 #include "migrations.h"
 #include "migrator.h"
 
@@ -99,10 +100,8 @@ int RunMigrateCommand(std::span<const std::string_view> args) {
     if (action == "down") return PrintResult("reversed", migrator.Down(steps.value_or(1)));
     return PrintStatus(migrator.Status());
   } catch (const std::exception& e) {
-    // libpq's messages end in a newline and may span lines; keep the first, which has the reason.
-    std::string reason = e.what();
-    reason = reason.substr(0, reason.find('\n'));
-    std::cerr << "bulkhead migrate: database error: " << reason << "\n";
+    // libpq's messages span lines; the first has the reason.
+    std::cerr << "bulkhead migrate: database error: " << FirstLine(e.what()) << "\n";
     return kExitFailure;
   }
 }

@@ -65,6 +65,11 @@ const char* SignalName(int sig) {
 
 }  // namespace
 
+void BlockStopSignals() {
+  sigset_t set = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 Node::Node(Config config, std::string database)
     : config_(std::move(config)), database_(std::move(database)) {}
 

@@ -21,6 +21,10 @@
 
 namespace bulkhead {
 
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, and so in every thread it starts
+// afterwards. Call on the main thread before any other thread exists, then construct the Node.
+void BlockStopSignals();
+
 class Node {
  public:
   // `database` is the resolved connection string (design §2 order).

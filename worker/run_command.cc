@@ -68,12 +68,7 @@ int RunRunCommand(std::span<const std::string_view> args) {
 
   // Before any thread exists: every thread inherits the mask, so the stop signals reach only
   // Node::Run's sigtimedwait, and libcurl's global state is set up once.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
   // Every request in flight holds a socket: 2,000 hung deliveries need more descriptors than
   // the usual soft limit of 1,024. Raise it to the hard limit the operator allows.
