@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
@@ -26,6 +28,7 @@ struct ClaimedJob {
   std::string payload;  // the request body: payload::text
   std::string url;
   std::string secret;
+  bool probe = false;  // sent as its channel's one breaker probe (ClaimProbes)
 };
 
 // The outcome of one attempt, to be written back.
@@ -51,8 +54,10 @@ class JobStore {
   explicit JobStore(pqxx::connection_base& conn);
 
   // Claims up to `limit` due jobs of `queue` for `node`, in (priority, scheduled_at, id)
-  // order, marking them executing with attempt + 1.
-  std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node);
+  // order, marking them executing with attempt + 1. Picked jobs whose channel's breaker is
+  // not closed, or that is paused, are parked instead; `parked` (if given) gets their count.
+  std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
+                                int* parked = nullptr);
 
   // Writes a batch of results for jobs `node` still owns at the given attempt: completes the
   // delivered, reschedules the failed, discards those out of attempts. Stale results (the job
@@ -73,6 +78,66 @@ class JobStore {
   void Heartbeat(const std::string& node, int64_t lease_ms);
   // Removes the node's row (clean shutdown).
   void RemoveNode(const std::string& node);
+
+  // ---- Breaker transitions (compare-and-set; see job_store.cc) ----
+
+  // done: this call made the transition (no other node or operator did it first);
+  // jobs: the jobs it parked or unparked with it.
+  struct Transition {
+    bool done = false;
+    int64_t jobs = 0;
+  };
+  // closed → open, parking the channel's waiting backlog; the probe may go after cooldown_ms.
+  Transition OpenBreaker(int64_t channel, int64_t cooldown_ms, const std::string& reason);
+  // For up to `limit` channels of `queue` whose cooldown is over: open → half_open, and their
+  // oldest due parked job claimed by `node` as the probe, which must answer within
+  // probe_window_ms. Jobs come back with probe = true.
+  std::vector<ClaimedJob> ClaimProbes(const std::string& queue, int limit, const std::string& node,
+                                      int64_t probe_window_ms);
+  // half_open → closed after `probe_job` succeeded, unparking the backlog.
+  Transition CloseBreaker(int64_t channel, int64_t probe_job);
+  // half_open → open after `probe_job` failed; the next probe waits the grown cooldown:
+  // min(cooldown_ms × 2^(openings so far), cooldown_max_ms).
+  Transition ReopenBreaker(int64_t channel, int64_t probe_job, int64_t cooldown_ms,
+                           int64_t cooldown_max_ms, const std::string& reason);
+  // Re-opens `queue`'s half-open breakers whose probe ran out of time. Returns how many.
+  int ExpireProbes(const std::string& queue, int64_t cooldown_ms, int64_t cooldown_max_ms);
+  // Unparks the jobs of closed, unpaused channels. Returns {jobs, channels}.
+  std::pair<int64_t, int64_t> ReconcileParked();
+  // The channels whose breaker is not closed, fleet-wide.
+  std::vector<int64_t> NotClosedBreakers();
+
+  // ---- Operators ----
+
+  struct BreakerRow {
+    int64_t channel = 0;
+    std::string tenant;
+    std::string tier;
+    std::string state;  // closed | open | half_open
+    bool paused = false;
+    std::string since;  // UTC, ISO 8601
+    double since_s = 0;
+    int trips = 0;       // openings since it was last closed
+    std::string reason;  // why it last opened
+    double probe_in_s = 0;  // open: until the probe may go; half_open: until its time is up
+    int64_t probe_job = 0;  // half_open: the probe's job
+    int64_t parked = 0;
+  };
+  // Channels whose breaker is not closed or that are paused, longest first.
+  std::vector<BreakerRow> ListBreakers();
+
+  // What an operator's verb changed: the state before ("open", or "paused"/"running" for a
+  // pause or resume) and the jobs it parked or unparked.
+  struct ChannelChange {
+    std::string before;
+    int64_t jobs = 0;
+  };
+  // Closes the breaker from any state and unparks (unless paused). nullopt: no such channel.
+  std::optional<ChannelChange> ResetBreaker(int64_t channel);
+  // Pauses the channel, parking its waiting backlog. nullopt: no such channel.
+  std::optional<ChannelChange> PauseChannel(int64_t channel);
+  // Resumes it, unparking if its breaker is closed. nullopt: no such channel.
+  std::optional<ChannelChange> ResumeChannel(int64_t channel);
 
  private:
   pqxx::connection_base& conn_;
