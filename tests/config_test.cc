@@ -106,7 +106,9 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(tier.workers, 20);
   EXPECT_EQ(tier.channel_share, 0.5);
   EXPECT_EQ(tier.failure_threshold, 5);
+  EXPECT_EQ(tier.slow_call_ms, 2000);
   EXPECT_EQ(tier.cooldown_ms, 30000);
+  EXPECT_EQ(tier.cooldown_max_ms, 600000);
   EXPECT_EQ(tier.connect_timeout_ms, 3000);
   EXPECT_EQ(tier.request_timeout_ms, 10000);
   EXPECT_EQ(tier.retry_delays_ms, kDefaultDelays);
@@ -154,7 +156,9 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
     "workers": 10000,
     "channel_share": 1,
     "failure_threshold": 1000,
+    "slow_call_ms": 3600000,
     "cooldown_ms": 1000,
+    "cooldown_max_ms": 86400000,
     "connect_timeout_ms": 600000,
     "request_timeout_ms": 600000,
     "retry_delays_ms": [1, 604800000],
@@ -165,7 +169,9 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
   EXPECT_EQ(tier.workers, 10000);
   EXPECT_EQ(tier.channel_share, 1.0);
   EXPECT_EQ(tier.failure_threshold, 1000);
+  EXPECT_EQ(tier.slow_call_ms, 3600000);
   EXPECT_EQ(tier.cooldown_ms, 1000);
+  EXPECT_EQ(tier.cooldown_max_ms, 86400000);
   EXPECT_EQ(tier.connect_timeout_ms, 600000);
   EXPECT_EQ(tier.request_timeout_ms, 600000);
   EXPECT_EQ(tier.retry_delays_ms, (std::vector<int64_t>{1, 604800000}));
@@ -188,7 +194,9 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
     SCOPED_TRACE(tier.name);
     EXPECT_EQ(tier.channel_share, 0.5);
     EXPECT_EQ(tier.failure_threshold, 5);
+    EXPECT_EQ(tier.slow_call_ms, 2000);
     EXPECT_EQ(tier.cooldown_ms, 30000);
+    EXPECT_EQ(tier.cooldown_max_ms, 600000);
     EXPECT_EQ(tier.connect_timeout_ms, 3000);
     EXPECT_EQ(tier.request_timeout_ms, 10000);
     EXPECT_EQ(tier.retry_delays_ms, kDefaultDelays);
@@ -198,10 +206,10 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
     std::set<std::string> keys;
     const nlohmann::json file = nlohmann::json::parse(in);
     for (const auto& [key, value] : file.items()) keys.insert(key);
-    EXPECT_EQ(keys,
-              (std::set<std::string>{"workers", "channel_share", "failure_threshold", "cooldown_ms",
-                                     "connect_timeout_ms", "request_timeout_ms", "retry_delays_ms",
-                                     "retry_jitter"}));
+    EXPECT_EQ(keys, (std::set<std::string>{"workers", "channel_share", "failure_threshold",
+                                           "slow_call_ms", "cooldown_ms", "cooldown_max_ms",
+                                           "connect_timeout_ms", "request_timeout_ms",
+                                           "retry_delays_ms", "retry_jitter"}));
   }
 }
 
@@ -273,7 +281,8 @@ TEST_F(ConfigTest, AcceptsEveryValueAtTheEdgesOfItsRange) {
           "completion_batch_size": 1, "completion_flush_ms": 1,
           "metrics_listen": "metrics.internal:65535",
           "allowed_networks": ["0.0.0.0/0", "::/0", "10.1.2.3/32", "::1/128"]})",
-      R"({"workers": 1, "channel_share": 0.001, "failure_threshold": 1, "cooldown_ms": 86400000,
+      R"({"workers": 1, "channel_share": 0.001, "failure_threshold": 1, "slow_call_ms": 1,
+          "cooldown_ms": 86400000, "cooldown_max_ms": 86400000,
           "connect_timeout_ms": 1, "request_timeout_ms": 3600000, "retry_jitter": 1})"));
   EXPECT_EQ(config.node.node, "n");
   ASSERT_EQ(config.tiers.size(), 1u);
@@ -560,6 +569,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "must be an integer from 1000 to 86400000, not 999"},
         BadValue{R"({"cooldown_ms": 86400001})", "cooldown_ms",
                  "must be an integer from 1000 to 86400000, not 86400001"},
+        BadValue{R"({"slow_call_ms": 0})", "slow_call_ms",
+                 "must be an integer from 1 to 3600000, not 0"},
+        BadValue{R"({"cooldown_max_ms": 999})", "cooldown_max_ms",
+                 "must be an integer from 1000 to 86400000, not 999"},
+        BadValue{R"({"cooldown_ms": 60000, "cooldown_max_ms": 30000})", "cooldown_max_ms",
+                 "must be at least cooldown_ms (60000), not 30000"},
         BadValue{R"({"connect_timeout_ms": 0})", "connect_timeout_ms",
                  "must be an integer from 1 to 600000, not 0"},
         BadValue{R"({"connect_timeout_ms": 600001, "request_timeout_ms": 700000})",

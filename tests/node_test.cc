@@ -90,11 +90,11 @@ class NodeTest : public DatabaseTest {
   }
 
   static nlohmann::json Tier(int workers, nlohmann::json extra = nlohmann::json::object()) {
-    nlohmann::json tier = {{"workers", workers},
-                           {"connect_timeout_ms", 2000},
-                           {"request_timeout_ms", 10000},
-                           {"retry_delays_ms", {50}},
-                           {"retry_jitter", 0}};
+    // The breaker stays out of these tests (breaker_node_test has its own).
+    nlohmann::json tier = {
+        {"workers", workers},         {"failure_threshold", 1000},   {"slow_call_ms", 3600000},
+        {"connect_timeout_ms", 2000}, {"request_timeout_ms", 10000}, {"retry_delays_ms", {50}},
+        {"retry_jitter", 0}};
     tier.update(extra);
     return tier;
   }

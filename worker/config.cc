@@ -31,6 +31,8 @@ struct IntRule {
 constexpr IntRule kWorkers{"workers", 1, 10000};
 constexpr IntRule kFailureThreshold{"failure_threshold", 1, 1000};
 constexpr IntRule kCooldown{"cooldown_ms", 1000, 86'400'000};
+constexpr IntRule kCooldownMax{"cooldown_max_ms", 1000, 86'400'000};
+constexpr IntRule kSlowCall{"slow_call_ms", 1, 3'600'000};
 constexpr IntRule kConnectTimeout{"connect_timeout_ms", 1, 600'000};
 constexpr IntRule kRequestTimeout{"request_timeout_ms", 1, 3'600'000};
 constexpr IntRule kRetryDelay{"retry_delays_ms", 1, 604'800'000};  // each entry: up to 7 days
@@ -43,9 +45,9 @@ constexpr size_t kMaxNodeNameChars = 200;  // bulkhead.nodes.name's CHECK
 
 constexpr std::string_view kTierNameRule = "^[a-z][a-z0-9_]{0,62}$";
 
-constexpr std::array<std::string_view, 8> kTierKeys = {
-    "workers",         "channel_share",      "failure_threshold",
-    "cooldown_ms",     "connect_timeout_ms", "request_timeout_ms",
+constexpr std::array<std::string_view, 10> kTierKeys = {
+    "workers",         "channel_share",   "failure_threshold",  "slow_call_ms",
+    "cooldown_ms",     "cooldown_max_ms", "connect_timeout_ms", "request_timeout_ms",
     "retry_delays_ms", "retry_jitter",
 };
 constexpr std::array<std::string_view, 10> kNodeKeys = {
@@ -395,7 +397,9 @@ std::variant<TierOptions, ConfigError> ReadTier(const std::filesystem::path& pat
   read.Int(kWorkers, &tier.workers);
   read.Number("channel_share", kShareExpectation, &tier.channel_share);
   read.Int(kFailureThreshold, &tier.failure_threshold);
+  read.Int(kSlowCall, &tier.slow_call_ms);
   read.Int(kCooldown, &tier.cooldown_ms);
+  read.Int(kCooldownMax, &tier.cooldown_max_ms);
   read.Int(kConnectTimeout, &tier.connect_timeout_ms);
   read.Int(kRequestTimeout, &tier.request_timeout_ms);
   read.Ints("retry_delays_ms", kDelaysExpectation, kRetryDelay, &tier.retry_delays_ms);
@@ -431,7 +435,14 @@ std::optional<ConfigError> TierOptions::Validate() const {
     check.Fail(Refusal("channel_share", kShareExpectation, Shown(channel_share)));
   }
   check.Int(kFailureThreshold, failure_threshold);
+  check.Int(kSlowCall, slow_call_ms);
   check.Int(kCooldown, cooldown_ms);
+  check.Int(kCooldownMax, cooldown_max_ms);
+  if (cooldown_max_ms < cooldown_ms) {
+    check.Fail({"", "cooldown_max_ms",
+                "must be at least cooldown_ms (" + std::to_string(cooldown_ms) + "), not " +
+                    std::to_string(cooldown_max_ms)});
+  }
   check.Int(kConnectTimeout, connect_timeout_ms);
   check.Int(kRequestTimeout, request_timeout_ms);
   if (request_timeout_ms < connect_timeout_ms) {

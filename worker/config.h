@@ -9,9 +9,8 @@
 // file, the key and the reason: a node never starts on a half-understood config.
 //
 // Validated now, used by later work: `channel_share` (the per-node channel cap),
-// `failure_threshold` and `cooldown_ms` (the channel breaker), `metrics_listen` (the Prometheus
-// endpoint) and `allowed_networks` (the SSRF guard). Until those land, the keys are checked and
-// carried but change nothing.
+// `metrics_listen` (the Prometheus endpoint) and `allowed_networks` (the SSRF guard). Until
+// those land, the keys are checked and carried but change nothing.
 //
 // Reads files and, for the default node name, the host name and pid; keeps no state. Safe to
 // call from any thread. Expected failures (a missing file, bad JSON, a bad value) are returned
@@ -54,12 +53,22 @@ struct TierOptions {
   // channel cap.
   double channel_share = 0.5;
 
-  // Failed attempts of one channel that open its breaker. 1..1000. Not yet used: the breaker.
+  // Failures in a row, on this node, that open a channel's breaker: timeouts, connection
+  // errors, 5xx and 429 answers; attempts in flight longer than slow_call_ms count too.
+  // 1..1000. See BreakerBoard.
   int failure_threshold = 5;
 
+  // An attempt still in flight after this long counts as a failure toward failure_threshold
+  // while it lasts, so a hanging endpoint opens its breaker before its requests time out.
+  // 1..3600000; at or above request_timeout_ms the rule is off. Endpoints that legitimately
+  // answer slower than this under concurrent load need a tier with a higher value.
+  int64_t slow_call_ms = 2000;
+
   // How long an open breaker waits before one probe, in ms. 1000..86400000 (1 s..24 h).
-  // Not yet used: the breaker.
   int64_t cooldown_ms = 30000;
+
+  // The cooldown doubles after each failed probe, up to this, in ms. cooldown_ms..86400000.
+  int64_t cooldown_max_ms = 600000;
 
   // Connecting (TCP and TLS) to a channel's endpoint, in ms. 1..600000.
   int64_t connect_timeout_ms = 3000;

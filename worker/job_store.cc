@@ -243,8 +243,9 @@ SELECT (SELECT count(*) FROM closed),
 
 // The cooldown after the n-th opening in a row: base × 2^(n−1), at most the cap. $c is the
 // base and $m the cap in ms; `trips` is the count before this opening.
-#define BULKHEAD_GROWN_COOLDOWN(c, m)                                                          \
-  "least(" c "::float8 * power(2, least(breaker_trips, 40)), " m "::float8)"                    \
+#define BULKHEAD_GROWN_COOLDOWN(c, m)                            \
+  "least(" c "::float8 * power(2, least(breaker_trips, 40)), " m \
+  "::float8)"                                                    \
   " * interval '1 millisecond'"
 
 // reopen_breaker: half_open → open after this probe failed, with a longer cooldown; parks
@@ -330,7 +331,7 @@ SELECT id FROM bulkhead.channels WHERE breaker_state <> 'closed'
 // ---- Operators' statements (bulkhead breakers, breaker reset, channel pause | resume) -------
 
 // breakers: every channel that is not simply flowing — breaker not closed, or paused — with
-// its parked backlog (counted on jobs_parked).
+// its parked backlog (counted on jobs_parked). Broken breakers first, longest broken first.
 constexpr const char* kListBreakersSql = R"sql(
 SELECT ch.id, t.name, t.tier, ch.breaker_state, ch.paused,
        to_char(ch.breaker_changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
@@ -341,7 +342,7 @@ SELECT ch.id, t.name, t.tier, ch.breaker_state, ch.paused,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
   FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
  WHERE ch.breaker_state <> 'closed' OR ch.paused
- ORDER BY ch.breaker_changed_at, ch.id
+ ORDER BY ch.breaker_state = 'closed', ch.breaker_changed_at, ch.id
 )sql";
 
 // breaker_reset: an operator closes a channel's breaker from any state and returns its parked
@@ -422,8 +423,8 @@ int Written(const T& result) {
 // A row of claim or claim_probes: id, channel_id, tenant_id, attempt, max_attempts, payload,
 // url, secret.
 ClaimedJob ClaimedFromRow(const pqxx::row& row) {
-  return {row[0].as<int64_t>(),     row[1].as<int64_t>(),     row[2].as<int64_t>(),
-          row[3].as<int>(),         row[4].as<int>(),         row[5].as<std::string>(),
+  return {row[0].as<int64_t>(),     row[1].as<int64_t>(),    row[2].as<int64_t>(),
+          row[3].as<int>(),         row[4].as<int>(),        row[5].as<std::string>(),
           row[6].as<std::string>(), row[7].as<std::string>()};
 }
 
@@ -559,14 +560,13 @@ JobStore::Transition JobStore::ReopenBreaker(int64_t channel, int64_t probe_job,
                                              int64_t cooldown_ms, int64_t cooldown_max_ms,
                                              const std::string& reason) {
   pqxx::work tx(conn_, "reopen_breaker");
-  pqxx::row row = tx.exec_prepared1("reopen_breaker", channel, probe_job, cooldown_ms,
-                                    cooldown_max_ms, reason);
+  pqxx::row row =
+      tx.exec_prepared1("reopen_breaker", channel, probe_job, cooldown_ms, cooldown_max_ms, reason);
   tx.commit();
   return TransitionFromRow(row);
 }
 
-int JobStore::ExpireProbes(const std::string& queue, int64_t cooldown_ms,
-                           int64_t cooldown_max_ms) {
+int JobStore::ExpireProbes(const std::string& queue, int64_t cooldown_ms, int64_t cooldown_max_ms) {
   pqxx::work tx(conn_, "expire_probes");
   pqxx::row row = tx.exec_prepared1("expire_probes", queue, cooldown_ms, cooldown_max_ms);
   tx.commit();
@@ -612,8 +612,8 @@ std::optional<JobStore::ChannelChange> RunChannelChange(pqxx::connection_base& c
   pqxx::result rows = tx.exec_prepared(statement, channel);
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  std::string before = pause_words ? (rows[0][0].as<bool>() ? "paused" : "running")
-                                   : rows[0][0].as<std::string>();
+  std::string before =
+      pause_words ? (rows[0][0].as<bool>() ? "paused" : "running") : rows[0][0].as<std::string>();
   return JobStore::ChannelChange{before, rows[0][1].as<int64_t>()};
 }
 

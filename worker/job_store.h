@@ -11,9 +11,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <pqxx/pqxx>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bulkhead {
@@ -117,8 +117,8 @@ class JobStore {
     bool paused = false;
     std::string since;  // UTC, ISO 8601
     double since_s = 0;
-    int trips = 0;       // openings since it was last closed
-    std::string reason;  // why it last opened
+    int trips = 0;          // openings since it was last closed
+    std::string reason;     // why it last opened
     double probe_in_s = 0;  // open: until the probe may go; half_open: until its time is up
     int64_t probe_job = 0;  // half_open: the probe's job
     int64_t parked = 0;

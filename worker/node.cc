@@ -8,6 +8,7 @@
 #include <memory>
 #include <pqxx/pqxx>
 
+#include "breaker_keeper.h"
 #include "completion_writer.h"
 #include "exit_codes.h"
 #include "http_sender.h"
@@ -101,9 +102,11 @@ int Node::Run() {
     return kExitFailure;
   }
 
-  // Declaration order is destruction order reversed: the sender goes first.
+  // Declaration order is destruction order reversed: the sender goes first, so no callback
+  // outlives the runners, and the keeper and writer outlive the runners that feed them.
   CompletionWriter writer({database_, options.node, options.completion_batch_size,
                            std::chrono::milliseconds(options.completion_flush_ms)});
+  BreakerKeeper keeper({database_, config_.tiers});
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
   auto sender = std::make_unique<HttpSender>();
   for (const auto& tier : config_.tiers) {
@@ -111,15 +114,18 @@ int Node::Run() {
                     std::make_unique<QueueRunner>(
                         QueueRunner::Options{tier, options.node, database_,
                                              std::chrono::milliseconds(options.poll_interval_ms)},
-                        *sender, writer));
+                        *sender, writer, keeper));
   }
-  auto listener = std::make_unique<WakeupListener>(database_, [&runners](const std::string& q) {
-    if (q.empty()) {
-      for (auto& [name, runner] : runners) runner->Wake();
-    } else if (auto it = runners.find(q); it != runners.end()) {
-      it->second->Wake();
-    }
-  });
+  auto listener = std::make_unique<WakeupListener>(
+      database_,
+      [&runners](const std::string& q) {
+        if (q.empty()) {
+          for (auto& [name, runner] : runners) runner->Wake();
+        } else if (auto it = runners.find(q); it != runners.end()) {
+          it->second->Wake();
+        }
+      },
+      [&keeper](const std::string& payload) { keeper.Learn(payload); });
 
   nlohmann::json tiers = nlohmann::json::object();
   for (const auto& tier : config_.tiers) tiers[tier.name] = {{"workers", tier.workers}};
@@ -176,7 +182,10 @@ int Node::Run() {
   nlohmann::json claims = nlohmann::json::object();
   for (auto& [name, runner] : runners) {
     handed_back += runner->HandBackInFlight();
-    claims[name] = {{"claims", runner->claims()}, {"jobs", runner->claimed()}};
+    claims[name] = {{"claims", runner->claims()},
+                    {"jobs", runner->claimed()},
+                    {"probes", runner->probes()},
+                    {"parked_at_claim", runner->parked_at_claim()}};
   }
   bool written = writer.Drain(std::chrono::seconds(10));
   sender.reset();  // cancels nothing that is still ours: every runner has handed back

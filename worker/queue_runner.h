@@ -5,6 +5,13 @@
 // that hangs holds its slot until the tier's request timeout, never a thread: the runner's one
 // thread only claims, and the HttpSender's one I/O thread drives every request.
 //
+// Breakers. Every attempt is reported to the tier's BreakerBoard (sent, then its outcome), and
+// a trip goes to the BreakerKeeper, which opens the breaker in Postgres. About once a second,
+// when a slot is free, the runner also claims probes: for channels whose breaker's cooldown is
+// over, one parked job each (fleet-wide, by compare-and-set); a probe's answer goes to the
+// keeper, which closes or re-opens the breaker. The claim statement itself never hands out a
+// job whose channel's breaker is not closed.
+//
 // When to claim. After a claim that filled every free slot, the queue probably has more, so
 // the runner claims again as soon as a slot frees. After a claim that came back short, the
 // queue is drained and the runner waits for a wake-up (an enqueue's NOTIFY, via Wake()) or the
@@ -13,9 +20,10 @@
 //
 // Threads. The runner thread owns the database connection (JobStore) and claims. Result
 // callbacks run on the sender's I/O thread: they compute the result and its retry delay, hand
-// it to the writer and free the slot. Wake(), StopClaiming() and in_flight() may be called
-// from any thread. The runner must outlive the HttpSender's callbacks: destroy the sender
-// first.
+// it to the writer (and the breaker's board or keeper) and free the slot. Wake(),
+// StopClaiming() and in_flight() may be called from any thread. The runner must outlive the
+// HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy the
+// sender first.
 #pragma once
 
 #include <atomic>
@@ -27,6 +35,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "breaker_keeper.h"
 #include "completion_writer.h"
 #include "config.h"
 #include "http_sender.h"
@@ -47,7 +56,7 @@ class QueueRunner {
 
   // Starts the runner thread, which connects and claims at once (catching up on what was
   // enqueued while no node ran).
-  QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer);
+  QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer, BreakerKeeper& keeper);
   // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
   ~QueueRunner();
   QueueRunner(const QueueRunner&) = delete;
@@ -69,10 +78,15 @@ class QueueRunner {
   // Claim statements run and jobs they returned, since start.
   uint64_t claims() const { return claims_.load(); }
   uint64_t claimed() const { return claimed_.load(); }
+  // Probes sent, and jobs the claim found behind a breaker and parked, since start.
+  uint64_t probes() const { return probes_.load(); }
+  uint64_t parked_at_claim() const { return parked_at_claim_.load(); }
 
  private:
   void Run();
-  std::vector<ClaimedJob> ClaimOrBackOff(int limit);
+  // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked).
+  std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken);
+  std::vector<ClaimedJob> ClaimProbes(int limit);
   void Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
   std::chrono::steady_clock::time_point NextPoll();
@@ -82,11 +96,19 @@ class QueueRunner {
   const RetryPolicy retry_;
   HttpSender& sender_;
   CompletionWriter& writer_;
+  BreakerKeeper& keeper_;
+  BreakerBoard& board_;
+
+  struct InFlight {
+    int attempt = 0;
+    int64_t channel = 0;
+    bool probe = false;
+  };
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
-  std::unordered_map<int64_t, int> in_flight_;  // job id → attempt
+  std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   bool wake_ = false;
   bool stop_ = false;
 
@@ -95,6 +117,8 @@ class QueueRunner {
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
+  std::atomic<uint64_t> probes_{0};
+  std::atomic<uint64_t> parked_at_claim_{0};
 
   std::thread thread_;  // started last
 };

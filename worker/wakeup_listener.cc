@@ -9,22 +9,25 @@
 namespace bulkhead {
 namespace {
 
-constexpr const char* kChannel = "bulkhead_jobs";
-
+// LISTENs on `channel` for as long as it lives and passes each payload on.
 class Receiver : public pqxx::notification_receiver {
  public:
-  Receiver(pqxx::connection_base& conn, const WakeupListener::OnWake& on_wake)
-      : pqxx::notification_receiver(conn, kChannel), on_wake_(on_wake) {}
-  void operator()(const std::string& payload, int /*backend_pid*/) override { on_wake_(payload); }
+  using Handler = std::function<void(const std::string&)>;
+  Receiver(pqxx::connection_base& conn, const char* channel, const Handler& handler)
+      : pqxx::notification_receiver(conn, channel), handler_(handler) {}
+  void operator()(const std::string& payload, int /*backend_pid*/) override { handler_(payload); }
 
  private:
-  const WakeupListener::OnWake& on_wake_;
+  const Handler& handler_;
 };
 
 }  // namespace
 
-WakeupListener::WakeupListener(std::string database, OnWake on_wake)
-    : database_(std::move(database)), on_wake_(std::move(on_wake)), thread_([this] { Run(); }) {}
+WakeupListener::WakeupListener(std::string database, OnWake on_wake, OnBreaker on_breaker)
+    : database_(std::move(database)),
+      on_wake_(std::move(on_wake)),
+      on_breaker_(std::move(on_breaker)),
+      thread_([this] { Run(); }) {}
 
 WakeupListener::~WakeupListener() {
   stop_ = true;
@@ -37,7 +40,8 @@ void WakeupListener::Run() {
   while (!stop_) {
     try {
       pqxx::connection conn(database_);
-      Receiver receiver(conn, on_wake_);  // LISTENs
+      Receiver jobs(conn, "bulkhead_jobs", on_wake_);  // LISTENs
+      Receiver breakers(conn, "bulkhead_breakers", on_breaker_);
       connected_ = true;
       if (was_connected) Log(LogLevel::kInfo, "listen_reconnected");
       was_connected = true;

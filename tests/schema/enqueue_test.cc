@@ -236,7 +236,15 @@ TEST_F(EnqueueTest, ParksTheJobBehindAnOpenBreaker) {
 TEST_F(EnqueueTest, ParksTheJobBehindAHalfOpenBreaker) {
   UpdateChannel(channel_,
                 "breaker_state = 'half_open', breaker_probe_at = now() + interval '10 s', "
-                "breaker_trips = 1");
+                "breaker_trips = 1, breaker_probe_job = 1");
+  int64_t id = EnqueueCommitted(Str(channel_) + ", '{}'");
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT state || ' ' || priority FROM bulkhead.jobs WHERE id = " + Str(id)),
+            "parked 3");
+}
+
+TEST_F(EnqueueTest, ParksTheJobOfAPausedChannel) {
+  UpdateChannel(channel_, "paused = true");
   int64_t id = EnqueueCommitted(Str(channel_) + ", '{}'");
   EXPECT_EQ(QueryValue<std::string>(
                 db(), "SELECT state || ' ' || priority FROM bulkhead.jobs WHERE id = " + Str(id)),

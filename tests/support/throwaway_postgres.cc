@@ -210,31 +210,16 @@ void ThrowawayPostgres::Launch() {
   }
 
   port_ = FreePort();
-  server_pid_ = Spawn(user,
-                      {(bindir_ / "postgres").string(),
-                       "-D",
-                       (root_ / "data").string(),
-                       "-p",
-                       std::to_string(port_),
-                       "-k",
-                       root_.string(),
-                       "-c",
-                       "listen_addresses=127.0.0.1",
-                       "-c",
-                       "fsync=off",
-                       "-c",
-                       "synchronous_commit=off",
-                       "-c",
-                       "full_page_writes=off",
-                       "-c",
-                       "max_connections=200",
-                       "-c",
-                       "shared_buffers=128MB",
-                       "-c",
-                       "log_min_messages=warning",
-                       "-c",
-                       "log_min_error_statement=panic"},
-                      log);
+  server_pid_ =
+      Spawn(user,
+            {(bindir_ / "postgres").string(), "-D", (root_ / "data").string(), "-p",
+             std::to_string(port_), "-k", root_.string(), "-c", "listen_addresses=127.0.0.1", "-c",
+             "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
+             "max_connections=200", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning",
+             "-c", "log_min_error_statement=panic",
+             // So that tests can count the statements a piece of code runs.
+             "-c", "shared_preload_libraries=pg_stat_statements"},
+            log);
 
   std::string conninfo = ConnectionString("postgres");
   auto deadline = std::chrono::steady_clock::now() + kStartTimeout;

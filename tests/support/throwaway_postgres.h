@@ -4,7 +4,8 @@
 // starts `postgres` on it and on a Unix socket in that folder, with durability off (fsync,
 // synchronous_commit, full_page_writes): a crash loses a test's data, which is what a throwaway
 // cluster is for. PostgreSQL refuses to run as root, so when the tests run as root the cluster
-// runs as the `postgres` system user.
+// runs as the `postgres` system user. pg_stat_statements is preloaded, so that a test can count
+// the statements a piece of code runs (after CREATE EXTENSION in its database).
 //
 // Cleanup, also after a failed run: the destructor stops the server (fast shutdown) and removes
 // the folder. If the test process dies without unwinding (abort, SIGKILL), the server gets

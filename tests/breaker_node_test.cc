@@ -1,0 +1,230 @@
+// The breaker end to end: `bulkhead run` nodes (the real binary) against real PostgreSQL and a
+// loopback HTTP receiver that hangs, fails or recovers on demand.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "database_test.h"
+#include "http_receiver.h"
+#include "node_process.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::DatabaseTest;
+using testing::HttpReceiver;
+using testing::NodeProcess;
+using testing::QueryValue;
+using testing::ReceivedRequest;
+using testing::Reply;
+
+class BreakerNodeTest : public DatabaseTest {
+ protected:
+  int64_t Channel(const std::string& url) {
+    static int tenants = 0;
+    int64_t tenant = testing::CreateTenant(db(), "tenant-" + std::to_string(++tenants));
+    return testing::CreateChannel(db(), tenant, url);
+  }
+
+  void Enqueue(int64_t channel, int n) {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
+            ", jsonb_build_object('n', i)) FROM generate_series(1, " + std::to_string(n) + ") i");
+    tx.commit();
+  }
+
+  int64_t Count(const std::string& where) {
+    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
+  }
+
+  std::string Breaker(int64_t channel) {
+    return QueryValue<std::string>(
+        db(), "SELECT breaker_state FROM bulkhead.channels WHERE id = " + std::to_string(channel));
+  }
+
+  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+  static nlohmann::json Tier(nlohmann::json extra) {
+    nlohmann::json tier = {{"workers", 10},
+                           {"failure_threshold", 5},
+                           {"slow_call_ms", 10000},
+                           {"cooldown_ms", 60000},
+                           {"cooldown_max_ms", 60000},
+                           {"connect_timeout_ms", 2000},
+                           {"request_timeout_ms", 10000},
+                           {"retry_delays_ms", {50}},
+                           {"retry_jitter", 0}};
+    tier.update(extra);
+    return tier;
+  }
+
+  static nlohmann::json Node(const std::string& name) {
+    return {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 1000}};
+  }
+
+  static std::string PathOf(const ReceivedRequest& r) { return r.path; }
+};
+
+Reply Hang() {
+  Reply reply;
+  reply.hang = true;
+  return reply;
+}
+
+Reply Status(int status) {
+  Reply reply;
+  reply.status = status;
+  return reply;
+}
+
+TEST_F(BreakerNodeTest, AHangingEndpointOpensOnSlowCallsBeforeAnyAttemptEndsAndParksItsBacklog) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
+  int64_t dead = Channel(receiver.Url("/hook/hang-dead"));
+  Enqueue(dead, 1000);
+  NodeProcess node(Node("node-a"), {{"default", Tier({{"slow_call_ms", 300}})}});
+  node.Start(conninfo());
+
+  ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels WHERE id = " +
+                      std::to_string(dead) + ")"))
+      << node.Log();
+  // Opened while the first attempts still hang (the request timeout is 10 s): none has ended.
+  EXPECT_EQ(Count("jsonb_array_length(attempts) > 0"), 0);
+  EXPECT_NE(QueryValue<std::string>(db(), "SELECT breaker_reason FROM bulkhead.channels")
+                .find("in flight longer than slow_call_ms (300 ms)"),
+            std::string::npos);
+  // The whole backlog parked; only the ten that took the workers reached the endpoint.
+  EXPECT_EQ(Count("state = 'parked'"), 990);
+  EXPECT_EQ(Count("state = 'executing'"), 10);
+  EXPECT_EQ(Count("state = 'available'"), 0);
+  EXPECT_EQ(receiver.request_count(), 10u);
+  EXPECT_NE(node.Log().find("\"breaker_opened\""), std::string::npos);
+}
+
+TEST_F(BreakerNodeTest, AFailingEndpointOpensAfterTheThresholdWhileAHealthyOneKeepsDelivering) {
+  HttpReceiver receiver([](const ReceivedRequest& r) {
+    return r.path == "/hook/broken" ? Status(503) : Status(204);
+  });
+  int64_t broken = Channel(receiver.Url("/hook/broken"));
+  int64_t healthy = Channel(receiver.Url("/hook/healthy"));
+  Enqueue(broken, 2000);
+  Enqueue(healthy, 300);
+  NodeProcess node(Node("node-a"), {{"default", Tier(nlohmann::json::object())}});
+  node.Start(conninfo());
+
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 300 FROM bulkhead.jobs WHERE state = 'completed')"))
+      << node.Log();
+  ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels WHERE id = " +
+                      std::to_string(broken) + ")"));
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'executing')"));
+  size_t to_broken = 0;
+  for (const auto& r : receiver.Requests()) to_broken += r.path == "/hook/broken";
+  // Five failures trip it; what was in flight then (at most the ten workers) ends as usual,
+  // and the node sends nothing more once it has tripped.
+  EXPECT_GE(to_broken, 5u);
+  EXPECT_LE(to_broken, 5u + 10u);
+  EXPECT_EQ(Count("state = 'parked'"), 2000);
+  // A failed attempt's budget is its own: none of the parked jobs spent more than one.
+  EXPECT_EQ(Count("state = 'parked' AND attempt > 1"), 0);
+  EXPECT_EQ(static_cast<size_t>(Count("state = 'parked' AND attempt = 1")), to_broken);
+}
+
+TEST_F(BreakerNodeTest, AfterTheCooldownOneProbeClosesItAndEveryDeliveryArrivesOnce) {
+  std::atomic<bool> up{false};
+  HttpReceiver receiver([&up](const ReceivedRequest&) { return Status(up ? 200 : 500); });
+  int64_t flaky = Channel(receiver.Url("/hook/flaky"));
+  Enqueue(flaky, 500);
+  NodeProcess node(Node("node-a"), {{"default", Tier({{"cooldown_ms", 1000}})}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels)")) << node.Log();
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'executing')"));
+  size_t before_recovery = receiver.request_count();
+  up = true;
+
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 500 FROM bulkhead.jobs WHERE state = 'completed')"))
+      << node.Log();
+  EXPECT_EQ(Breaker(flaky), "closed");
+  // Every job answered 200 exactly once; the first request after recovery was the one probe.
+  std::map<std::string, int> delivered;
+  auto requests = receiver.Requests();
+  for (size_t i = before_recovery; i < requests.size(); ++i) {
+    ++delivered[requests[i].headers.at("webhook-id")];
+  }
+  EXPECT_EQ(delivered.size(), 500u);
+  for (const auto& [id, n] : delivered) EXPECT_EQ(n, 1) << id;
+  std::string log = node.Log();
+  EXPECT_NE(log.find("\"breaker_probe\""), std::string::npos);
+  EXPECT_NE(log.find("\"breaker_closed\""), std::string::npos);
+}
+
+TEST_F(BreakerNodeTest, TwoNodesLetOneProbeThroughAtATimeAndAHangingProbeReopensIt) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
+  int64_t dead = Channel(receiver.Url("/hook/hang-dead"));
+  Enqueue(dead, 200);
+  nlohmann::json tier = Tier({{"slow_call_ms", 200},
+                              {"request_timeout_ms", 1500},
+                              {"connect_timeout_ms", 1000},
+                              {"cooldown_ms", 1000},
+                              {"cooldown_max_ms", 1000}});
+  NodeProcess a(Node("node-a"), {{"default", tier}});
+  NodeProcess b(Node("node-b"), {{"default", tier}});
+  a.Start(conninfo());
+  b.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels)")) << a.Log();
+  // Let the first attempts time out, then watch several probe rounds.
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'executing')"));
+  size_t first = receiver.request_count();
+  ASSERT_TRUE(receiver.WaitForRequests(first + 3, seconds(30)));
+  auto requests = receiver.Requests();
+  for (size_t i = first + 1; i < requests.size(); ++i) {
+    // A probe starts only after the one before has timed out (1.5 s) and the breaker has
+    // waited its cooldown (1 s) again: never two at once, fleet-wide.
+    EXPECT_GE(requests[i].received_at - requests[i - 1].received_at, milliseconds(2400)) << i;
+  }
+  EXPECT_NE(Breaker(dead), "closed");  // open, or half-open with the next probe
+  EXPECT_GE(QueryValue<int>(db(), "SELECT breaker_trips FROM bulkhead.channels"), 3);
+  EXPECT_EQ(Count("state = 'parked'") + Count("state = 'executing'"), 200);
+}
+
+TEST_F(BreakerNodeTest, TheReconcilerReturnsJobsStrandedBehindABreakerClosedByHand) {
+  HttpReceiver receiver;
+  int64_t channel = Channel(receiver.Url("/hook/ok"));
+  {
+    pqxx::work tx(db());
+    tx.exec0(
+        "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_trips = 1, "
+        "breaker_probe_at = now() + interval '1 hour'");
+    tx.commit();
+  }
+  Enqueue(channel, 30);
+  ASSERT_EQ(Count("state = 'parked'"), 30);
+  NodeProcess node(Node("node-a"), {{"default", Tier(nlohmann::json::object())}});
+  node.Start(conninfo());
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(receiver.request_count(), 0u);  // open: nothing is sent
+  {
+    // An operator closes it in SQL, without unparking: the transition is half done.
+    pqxx::work tx(db());
+    tx.exec0("UPDATE bulkhead.channels SET breaker_state = 'closed', breaker_probe_at = NULL");
+    tx.commit();
+  }
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 30 FROM bulkhead.jobs WHERE state = 'completed')", seconds(20)))
+      << node.Log();
+  EXPECT_NE(node.Log().find("\"parked_reconciled\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bulkhead

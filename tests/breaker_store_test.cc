@@ -1,0 +1,387 @@
+// The breaker's statements (JobStore) against real PostgreSQL: parking and unparking in one
+// statement, compare-and-set transitions, one probe per cooldown fleet-wide, the enqueue and
+// claim paths behind an open breaker, pausing, and the parked reconciler.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "database_test.h"
+#include "job_store.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using testing::DatabaseTest;
+using testing::QueryValue;
+
+class BreakerStoreTest : public DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    int64_t tenant = testing::CreateTenant(db(), "acme");
+    channel_ = testing::CreateChannel(db(), tenant);
+    other_ = testing::CreateChannel(db(), tenant);
+  }
+
+  void Exec(const std::string& sql) {
+    pqxx::work tx(db());
+    tx.exec(sql);
+    tx.commit();
+  }
+
+  // Enqueues n deliveries to `channel` through the public API, in one transaction.
+  void Enqueue(int64_t channel, int n, const std::string& scheduled_at = "now()") {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(channel) + ", '{}'::jsonb, NULL, " +
+            scheduled_at + ") FROM generate_series(1, " + std::to_string(n) + ")");
+    tx.commit();
+  }
+
+  int64_t Count(int64_t channel, const std::string& state, const std::string& extra = "") {
+    return QueryValue<int64_t>(
+        db(), "SELECT count(*) FROM bulkhead.jobs WHERE channel_id = " + std::to_string(channel) +
+                  " AND state = '" + state + "'" + extra);
+  }
+
+  std::string Breaker(int64_t channel) {
+    return QueryValue<std::string>(
+        db(), "SELECT breaker_state FROM bulkhead.channels WHERE id = " + std::to_string(channel));
+  }
+
+  // Moves the open breaker's probe time to the past: its cooldown is over.
+  void CooldownOver(int64_t channel) {
+    Exec("UPDATE bulkhead.channels SET breaker_probe_at = now() - interval '1 ms' WHERE id = " +
+         std::to_string(channel));
+  }
+
+  int64_t channel_ = 0;
+  int64_t other_ = 0;
+};
+
+TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
+  Enqueue(channel_, 10000);
+  Enqueue(channel_, 5, "now() + interval '1 hour'");  // retries waiting: parked too
+  Enqueue(other_, 3);
+  JobStore store(db());
+  ASSERT_EQ(store.Claim("default", 2, "node-a").size(), 2u);  // in flight: stays executing
+  Exec(
+      "UPDATE bulkhead.jobs SET priority = 2 WHERE id IN (SELECT id FROM bulkhead.jobs "
+      "WHERE state = 'available' ORDER BY id LIMIT 100)");  // demoted ones are parked too
+
+  Exec("CREATE EXTENSION pg_stat_statements");
+  auto counter = Connect();  // count only what the store's connection runs
+  JobStore open_store(*counter);
+  Exec("SELECT pg_stat_statements_reset()");
+  JobStore::Transition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row");
+  // Exactly one statement ran besides BEGIN and COMMIT: the state change and the park together.
+  EXPECT_EQ(
+      QueryValue<std::string>(db(),
+                              "SELECT string_agg(calls || ' ' || left(ltrim(query), 43), ' | ') "
+                              "FROM pg_stat_statements WHERE query !~* '^(BEGIN|COMMIT)' "
+                              "AND query NOT LIKE '%pg_stat_statements%'"),
+      "1 WITH opened AS (\n  UPDATE bulkhead.channels");
+
+  EXPECT_TRUE(t.done);
+  EXPECT_EQ(t.jobs, 10000 + 5 - 2);
+  EXPECT_EQ(Count(channel_, "parked"), 10003);
+  EXPECT_EQ(Count(channel_, "parked", " AND priority = 3"), 10003);
+  EXPECT_EQ(Count(channel_, "executing"), 2);
+  EXPECT_EQ(Count(channel_, "available"), 0);
+  EXPECT_EQ(Count(other_, "available"), 3);  // another channel's jobs are untouched
+  EXPECT_EQ(Breaker(channel_), "open");
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT breaker_reason || ' ' || breaker_trips || ' ' || "
+                                    "(breaker_probe_at - breaker_changed_at)::text "
+                                    "FROM bulkhead.channels WHERE id = " +
+                                        std::to_string(channel_)),
+            "5 failures in a row 1 00:00:30");
+}
+
+TEST_F(BreakerStoreTest, OnlyOneOfTwoNodesOpensTheBreaker) {
+  Enqueue(channel_, 50);
+  auto other = Connect();
+  JobStore a(db()), b(*other);
+  JobStore::Transition first, second;
+  std::thread t([&] { first = a.OpenBreaker(channel_, 30000, "a"); });
+  second = b.OpenBreaker(channel_, 30000, "b");
+  t.join();
+  EXPECT_NE(first.done, second.done);
+  EXPECT_EQ(first.jobs + second.jobs, 50);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT breaker_trips FROM bulkhead.channels WHERE id = " +
+                                      std::to_string(channel_)),
+            1);
+}
+
+TEST_F(BreakerStoreTest, OpeningNotifiesTheFleet) {
+  auto listener = Connect();
+  std::vector<std::string> payloads;
+  struct Receiver : pqxx::notification_receiver {
+    Receiver(pqxx::connection_base& c, std::vector<std::string>& out)
+        : pqxx::notification_receiver(c, "bulkhead_breakers"), out_(out) {}
+    void operator()(const std::string& payload, int) override { out_.push_back(payload); }
+    std::vector<std::string>& out_;
+  } receiver(*listener, payloads);
+  JobStore store(db());
+  store.OpenBreaker(channel_, 30000, "x");
+  store.OpenBreaker(channel_, 30000, "x");  // not made twice, not announced twice
+  listener->await_notification(5, 0);
+  listener->get_notifs();
+  EXPECT_EQ(payloads, std::vector<std::string>{std::to_string(channel_) + " open"});
+}
+
+TEST_F(BreakerStoreTest, WhileOpenEnqueueInsertsParkedAndClaimTakesNothing) {
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  Enqueue(channel_, 20);
+  Enqueue(other_, 2);
+  EXPECT_EQ(Count(channel_, "parked", " AND priority = 3 AND attempt = 0"), 20);
+  auto jobs = store.Claim("default", 100, "node-a");
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& job : jobs) EXPECT_EQ(job.channel_id, other_);
+}
+
+TEST_F(BreakerStoreTest, AClaimParksAJobThatSlippedInAsAvailableBehindAnOpenBreaker) {
+  // The race the claim closes: an enqueue that read the breaker closed commits after the park.
+  Enqueue(channel_, 3);
+  Exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
+      "interval '30 s' WHERE id = " +
+      std::to_string(channel_));
+  JobStore store(db());
+  int parked = -1;
+  EXPECT_TRUE(store.Claim("default", 10, "node-a", &parked).empty());
+  EXPECT_EQ(parked, 3);
+  EXPECT_EQ(Count(channel_, "parked", " AND priority = 3 AND attempt = 0"), 3);
+}
+
+TEST_F(BreakerStoreTest, AFailedAttemptOfAnOpenChannelIsParkedWithoutMoreAttempts) {
+  Enqueue(channel_, 2);
+  JobStore store(db());
+  auto jobs = store.Claim("default", 2, "node-a");
+  ASSERT_EQ(jobs.size(), 2u);
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  // The two in flight end: one fails (its own attempt spent, then parked), one succeeds.
+  EXPECT_EQ(store.Record({{jobs[0].id, 1, false, 0, "timeout: x", 10000, 5000},
+                          {jobs[1].id, 1, true, 200, "", 20, 0}},
+                         "node-a"),
+            2);
+  EXPECT_EQ(Count(channel_, "parked", " AND attempt = 1 AND priority = 3"), 1);
+  EXPECT_EQ(Count(channel_, "completed"), 1);
+}
+
+TEST_F(BreakerStoreTest, OneProbeFleetWideAfterTheCooldown) {
+  Enqueue(channel_, 10);
+  JobStore a(db());
+  ASSERT_TRUE(a.OpenBreaker(channel_, 30000, "x").done);
+  EXPECT_TRUE(a.ClaimProbes("default", 5, "node-a", 15000).empty());  // cooling down
+  CooldownOver(channel_);
+
+  auto other = Connect();
+  JobStore b(*other);
+  std::vector<ClaimedJob> probes_a, probes_b;
+  std::thread t([&] { probes_a = a.ClaimProbes("default", 5, "node-a", 15000); });
+  probes_b = b.ClaimProbes("default", 5, "node-b", 15000);
+  t.join();
+  ASSERT_EQ(probes_a.size() + probes_b.size(), 1u);
+  const ClaimedJob& probe = probes_a.empty() ? probes_b[0] : probes_a[0];
+  EXPECT_TRUE(probe.probe);
+  EXPECT_EQ(probe.channel_id, channel_);
+  EXPECT_EQ(probe.attempt, 1);
+  EXPECT_EQ(probe.id, QueryValue<int64_t>(db(), "SELECT min(id) FROM bulkhead.jobs"));  // oldest
+  EXPECT_EQ(Breaker(channel_), "half_open");
+  EXPECT_EQ(Count(channel_, "executing"), 1);
+  EXPECT_EQ(Count(channel_, "parked"), 9);
+  // Still half-open: no second probe, however often nodes look.
+  EXPECT_TRUE(a.ClaimProbes("default", 5, "node-a", 15000).empty());
+  EXPECT_TRUE(b.ClaimProbes("default", 5, "node-b", 15000).empty());
+}
+
+TEST_F(BreakerStoreTest, AnOpenChannelWithNothingParkedWaitsForADeliveryToProbeWith) {
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+  EXPECT_TRUE(store.ClaimProbes("default", 5, "node-a", 15000).empty());
+  EXPECT_EQ(Breaker(channel_), "open");
+  Enqueue(channel_, 1);
+  EXPECT_EQ(store.ClaimProbes("default", 5, "node-a", 15000).size(), 1u);
+}
+
+TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) {
+  Enqueue(channel_, 1000);
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+  auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  Enqueue(other_, 5);  // another channel's fresh work
+
+  JobStore::Transition t = store.CloseBreaker(channel_, probes[0].id);
+  EXPECT_TRUE(t.done);
+  EXPECT_EQ(t.jobs, 999);
+  EXPECT_EQ(Breaker(channel_), "closed");
+  EXPECT_EQ(Count(channel_, "available", " AND priority = 3"), 999);
+  EXPECT_EQ(Count(channel_, "parked"), 0);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT breaker_trips FROM bulkhead.channels WHERE id = " +
+                                      std::to_string(channel_)),
+            0);
+  // A repeated answer (or one for another probe) changes nothing.
+  EXPECT_FALSE(store.CloseBreaker(channel_, probes[0].id).done);
+  // Fresh deliveries of other channels are claimed before the unparked backlog.
+  auto next = store.Claim("default", 5, "node-a");
+  ASSERT_EQ(next.size(), 5u);
+  for (const auto& job : next) EXPECT_EQ(job.channel_id, other_);
+}
+
+TEST_F(BreakerStoreTest, AFailedProbeReopensWithACooldownThatDoublesUpToTheCap) {
+  Enqueue(channel_, 10);
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  auto cooldown = [&] {
+    return QueryValue<std::string>(
+        db(),
+        "SELECT (breaker_probe_at - breaker_changed_at)::text FROM bulkhead.channels "
+        "WHERE id = " +
+            std::to_string(channel_));
+  };
+  std::vector<std::string> cooldowns;
+  for (int round = 0; round < 6; ++round) {
+    CooldownOver(channel_);
+    auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
+    ASSERT_EQ(probes.size(), 1u) << round;
+    // Its failure is recorded (parked again), then the breaker re-opens.
+    ASSERT_EQ(
+        store.Record({{probes[0].id, probes[0].attempt, false, 503, "HTTP 503", 5, 0}}, "node-a"),
+        1);
+    ASSERT_TRUE(store.ReopenBreaker(channel_, probes[0].id, 30000, 600000, "probe failed").done);
+    EXPECT_EQ(Breaker(channel_), "open");
+    cooldowns.push_back(cooldown());
+  }
+  EXPECT_EQ(cooldowns, (std::vector<std::string>{"00:01:00", "00:02:00", "00:04:00", "00:08:00",
+                                                 "00:10:00", "00:10:00"}));
+  EXPECT_EQ(Count(channel_, "parked"), 10);  // nothing lost, nothing left available
+}
+
+TEST_F(BreakerStoreTest, AProbeThatNeverAnswersExpiresAndTheBreakerReopens) {
+  Enqueue(channel_, 3);
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+  auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(store.ExpireProbes("default", 30000, 600000), 0);  // its time is not up
+  Exec("UPDATE bulkhead.channels SET breaker_probe_at = now() - interval '1 ms' WHERE id = " +
+       std::to_string(channel_));
+  EXPECT_EQ(store.ExpireProbes("bulk", 30000, 600000), 0);  // another tier's node
+  EXPECT_EQ(store.ExpireProbes("default", 30000, 600000), 1);
+  EXPECT_EQ(Breaker(channel_), "open");
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT breaker_reason FROM bulkhead.channels WHERE "
+                                    "id = " +
+                                        std::to_string(channel_)),
+            "probe job " + std::to_string(probes[0].id) + " got no answer in time");
+  // The late answer of the lost probe moves nothing.
+  EXPECT_FALSE(store.CloseBreaker(channel_, probes[0].id).done);
+  EXPECT_EQ(Breaker(channel_), "open");
+}
+
+TEST_F(BreakerStoreTest, TheReconcilerUnparksJobsStrandedBehindAClosedBreaker) {
+  Enqueue(channel_, 40);
+  Enqueue(other_, 7);
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  ASSERT_TRUE(store.OpenBreaker(other_, 30000, "x").done);
+  // A half-done transition: an operator closed the first breaker by hand in SQL.
+  Exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'closed', breaker_probe_at = NULL "
+      "WHERE id = " +
+      std::to_string(channel_));
+  auto [jobs, channels] = store.ReconcileParked();
+  EXPECT_EQ(jobs, 40);
+  EXPECT_EQ(channels, 1);
+  EXPECT_EQ(Count(channel_, "available", " AND priority = 3"), 40);
+  EXPECT_EQ(Count(other_, "parked"), 7);  // still behind its open breaker
+  EXPECT_EQ(store.ReconcileParked(), (std::pair<int64_t, int64_t>{0, 0}));
+}
+
+TEST_F(BreakerStoreTest, PausingParksAndResumingUnparksUnlessTheBreakerIsOpen) {
+  Enqueue(channel_, 12);
+  JobStore store(db());
+  auto paused = store.PauseChannel(channel_);
+  ASSERT_TRUE(paused);
+  EXPECT_EQ(paused->before, "running");
+  EXPECT_EQ(paused->jobs, 12);
+  Enqueue(channel_, 3);
+  EXPECT_EQ(Count(channel_, "parked"), 15);
+  EXPECT_EQ(store.ReconcileParked().first, 0);  // paused: not stranded
+  EXPECT_EQ(store.PauseChannel(channel_)->before, "paused");
+
+  auto resumed = store.ResumeChannel(channel_);
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->before, "paused");
+  EXPECT_EQ(resumed->jobs, 15);
+  EXPECT_EQ(Count(channel_, "available"), 15);
+
+  ASSERT_TRUE(store.PauseChannel(channel_));
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  EXPECT_EQ(store.ResumeChannel(channel_)->jobs, 0);  // the open breaker keeps them parked
+  EXPECT_EQ(Count(channel_, "parked"), 15);
+  EXPECT_FALSE(store.PauseChannel(999999));
+  EXPECT_FALSE(store.ResumeChannel(999999));
+}
+
+TEST_F(BreakerStoreTest, AResetClosesFromAnyStateAndUnparks) {
+  Enqueue(channel_, 8);
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+  auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  auto reset = store.ResetBreaker(channel_);
+  ASSERT_TRUE(reset);
+  EXPECT_EQ(reset->before, "half_open");
+  EXPECT_EQ(reset->jobs, 7);
+  EXPECT_EQ(Breaker(channel_), "closed");
+  EXPECT_FALSE(store.ReopenBreaker(channel_, probes[0].id, 30000, 600000, "late").done);
+  EXPECT_FALSE(store.ResetBreaker(999999));
+}
+
+TEST_F(BreakerStoreTest, ListBreakersShowsTheBrokenAndThePaused) {
+  Enqueue(channel_, 4);
+  JobStore store(db());
+  EXPECT_TRUE(store.ListBreakers().empty());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "5 failures in a row").done);
+  ASSERT_TRUE(store.PauseChannel(other_));
+  auto rows = store.ListBreakers();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].channel, channel_);
+  EXPECT_EQ(rows[0].state, "open");
+  EXPECT_EQ(rows[0].tenant, "acme");
+  EXPECT_EQ(rows[0].tier, "default");
+  EXPECT_EQ(rows[0].trips, 1);
+  EXPECT_EQ(rows[0].parked, 4);
+  EXPECT_EQ(rows[0].reason, "5 failures in a row");
+  EXPECT_GT(rows[0].probe_in_s, 29.0);
+  EXPECT_EQ(rows[1].channel, other_);
+  EXPECT_EQ(rows[1].state, "closed");
+  EXPECT_TRUE(rows[1].paused);
+}
+
+TEST_F(BreakerStoreTest, TheClaimDoesNotSlowDownWithParkedRowsInTheTable) {
+  // The plan, not a timing: parked rows are outside the claim's index.
+  Enqueue(channel_, 2000);
+  JobStore store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  Exec("ANALYZE bulkhead.jobs");
+  pqxx::work tx(db());
+  pqxx::result plan = tx.exec(
+      "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT j.id FROM bulkhead.jobs j "
+      "WHERE j.queue = 'default' AND j.state = 'available' AND j.priority = 1 "
+      "AND j.scheduled_at <= now() ORDER BY j.scheduled_at, j.id LIMIT 10");
+  std::string text = plan[0][0].as<std::string>();
+  EXPECT_NE(text.find("jobs_claim"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"Actual Rows\": 0"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,115 @@
+// BreakerBoard: one tier's in-memory view, on this node, of its channels' breakers — the
+// counting that decides when this node asks Postgres to open a channel's breaker.
+//
+// What counts (design §1 invariant 4), per channel, in the order attempts finish:
+// - A failure: no answer in time (timeout), no connection (refused, unreachable, DNS, TLS),
+//   a broken exchange (reset, garbled or cut-off response), an HTTP 5xx or 429. Each says the
+//   endpoint is down or asks us to back off: sending it more is what the breaker prevents.
+// - A success (2xx) resets the count: the endpoint works, and earlier failures were a blip.
+// - Neither: 3xx and 4xx other than 429. The endpoint is up and answering; it refuses this
+//   payload, which the job's own retries and discard handle. Counting them would let one bad
+//   payload close a healthy endpoint; resetting on them would let a flapping endpoint that
+//   mixes 404s with timeouts keep its breaker closed.
+// - A slow call: an attempt still in flight after `slow_call` counts as a failure for as long
+//   as it stays in flight. This is what opens the breaker of an endpoint that hangs before its
+//   requests time out: with the defaults (5, 2 s) a channel with five requests hanging trips
+//   two seconds after they were sent, not after the 10 s request timeout. A slow call that then
+//   succeeds is a success.
+// When failures in a row plus slow calls in flight reach `failure_threshold`, the board
+// returns a Trip once, and from then on treats the channel as open — it counts nothing for it
+// — until it learns that the breaker closed (Learn, or Resync from the database).
+//
+// Counting is per node: each node counts what it sent. The verdict is shared — the first node
+// to trip opens the breaker in Postgres for the whole fleet — so with N nodes a failing
+// channel costs at most N × failure_threshold attempts before it opens.
+//
+// Probes are not counted here: their answer moves the breaker directly (BreakerKeeper).
+//
+// Memory: one entry per channel with attempts in flight, failures, or an open breaker.
+//
+// Threads: every method may be called from any thread (one mutex; each call is a few map
+// operations). Time is passed in, so tests drive it with a fake clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "http_sender.h"
+
+namespace bulkhead {
+
+enum class BreakerSignal { kSuccess, kFailure, kNeither };
+
+// How an attempt's outcome counts for the breaker (see above). kCancelled is kNeither.
+BreakerSignal ClassifyForBreaker(const HttpOutcome& outcome);
+
+class BreakerBoard {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Settings {
+    int failure_threshold = 5;
+    std::chrono::milliseconds slow_call{2000};
+  };
+
+  // The board's request to open a channel's breaker, with the reason for operators.
+  struct Trip {
+    int64_t channel = 0;
+    std::string reason;
+  };
+
+  explicit BreakerBoard(Settings settings);
+
+  // New settings (a reload); counts so far are kept.
+  void SetSettings(Settings settings);
+
+  // An attempt of `job` to `channel` was sent at `now`.
+  void Started(int64_t channel, int64_t job, Clock::time_point now);
+
+  // The attempt of `job` ended with `signal`; `detail` says how ("timeout: …", "HTTP 503").
+  // Returns a Trip when this makes the channel reach its threshold.
+  std::optional<Trip> Finished(int64_t channel, int64_t job, BreakerSignal signal,
+                               const std::string& detail, Clock::time_point now);
+
+  // Trips of channels whose slow calls in flight, with their failures, reach the threshold.
+  std::vector<Trip> CheckSlow(Clock::time_point now);
+
+  // The fleet's breaker of `channel` is now closed (true) or not (false): from NOTIFY.
+  void Learn(int64_t channel, bool closed);
+
+  // The full list of channels whose breaker is not closed: every other channel is closed.
+  void Resync(const std::vector<int64_t>& not_closed);
+
+  // Whether the board treats `channel` as open (it counts nothing for it).
+  bool KnownOpen(int64_t channel) const;
+
+  // Channels the board holds an entry for (memory bound checks).
+  size_t tracked() const;
+
+ private:
+  struct Channel {
+    bool open = false;  // tripped here, or learned not closed
+    int failures = 0;   // in a row, since the last success
+    std::string last_failure;
+    std::unordered_map<int64_t, Clock::time_point> in_flight;  // job → sent at
+  };
+
+  // Forgets a channel with nothing to remember. Needs mu_.
+  void Prune(std::unordered_map<int64_t, Channel>::iterator it);
+  // Counts slow calls of `c` at `now`. Needs mu_.
+  int SlowCalls(const Channel& c, Clock::time_point now) const;
+  // Marks the channel open and builds the Trip. Needs mu_.
+  Trip TripNow(int64_t id, Channel& c, int slow);
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  Settings settings_;
+  std::unordered_map<int64_t, Channel> channels_;
+};
+
+}  // namespace bulkhead

@@ -1,0 +1,194 @@
+#include "breaker_keeper.h"
+
+#include <charconv>
+
+#include "logger.h"
+
+namespace bulkhead {
+namespace {
+
+BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
+  return {tier.failure_threshold, std::chrono::milliseconds(tier.slow_call_ms)};
+}
+
+}  // namespace
+
+BreakerKeeper::BreakerKeeper(Options options)
+    : options_(std::move(options)), store_(options_.database) {
+  for (const auto& tier : options_.tiers) {
+    boards_.emplace(tier.name, std::make_unique<BreakerBoard>(BoardSettings(tier)));
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+BreakerKeeper::~BreakerKeeper() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+BreakerBoard& BreakerKeeper::board(const std::string& tier) { return *boards_.at(tier); }
+
+const TierOptions& BreakerKeeper::Tier(const std::string& name) const {
+  for (const auto& tier : options_.tiers) {
+    if (tier.name == name) return tier;
+  }
+  throw std::out_of_range("not a served tier: " + name);
+}
+
+void BreakerKeeper::RequestOpen(const std::string& tier, BreakerBoard::Trip trip) {
+  {
+    std::lock_guard lock(mu_);
+    if (!open_requested_.insert(trip.channel).second) return;
+    queue_.push_back({Request::kOpen, tier, trip.channel, 0, false, std::move(trip.reason)});
+  }
+  cv_.notify_one();
+}
+
+void BreakerKeeper::ProbeAnswered(const std::string& tier, int64_t channel, int64_t job,
+                                  bool success, const std::string& detail) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back({Request::kProbeAnswer, tier, channel, job, success, detail});
+  }
+  cv_.notify_one();
+}
+
+void BreakerKeeper::Learn(const std::string& payload) {
+  int64_t channel = 0;
+  const char* end = payload.data() + payload.size();
+  auto [p, ec] = std::from_chars(payload.data(), end, channel);
+  if (ec != std::errc() || p == end || *p != ' ') return;
+  std::string state(p + 1, end);
+  // "paused" and "resumed" do not move the breaker; the claim statement checks pausing.
+  if (state != "open" && state != "half_open" && state != "closed") return;
+  for (auto& [name, board] : boards_) board->Learn(channel, state == "closed");
+}
+
+void BreakerKeeper::Run() {
+  auto backoff = std::chrono::milliseconds(100);
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    auto now = std::chrono::steady_clock::now();
+    auto next_timer = std::min({next_slow_check_, next_expire_, next_reconcile_});
+    if (queue_.empty() && now < next_timer) {
+      cv_.wait_until(lock, next_timer, [&] { return stop_ || !queue_.empty(); });
+      continue;
+    }
+    bool ok = true;
+    if (!queue_.empty()) {
+      Request request = queue_.front();
+      lock.unlock();
+      ok = Execute(request);
+      lock.lock();
+      if (ok) {
+        queue_.pop_front();
+        if (request.kind == Request::kOpen) open_requested_.erase(request.channel);
+      }
+    } else {
+      lock.unlock();
+      ok = Maintain(now);
+      lock.lock();
+    }
+    if (ok) {
+      backoff = std::chrono::milliseconds(100);
+      continue;
+    }
+    store_.Reset();
+    cv_.wait_for(lock, backoff, [&] { return stop_; });
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+bool BreakerKeeper::Execute(const Request& request) {
+  const TierOptions& tier = Tier(request.tier);
+  try {
+    JobStore& store = store_.Get();
+    if (request.kind == Request::kOpen) {
+      JobStore::Transition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
+      if (t.done) {
+        ++opened_;
+        Log(LogLevel::kWarn, "breaker_opened",
+            {{"tier", tier.name},
+             {"channel", request.channel},
+             {"parked", t.jobs},
+             {"cooldown_ms", tier.cooldown_ms},
+             {"reason", request.detail}});
+      }
+    } else if (request.success) {
+      JobStore::Transition t = store.CloseBreaker(request.channel, request.job);
+      if (t.done) {
+        ++closed_;
+        board(tier.name).Learn(request.channel, true);
+        Log(LogLevel::kInfo, "breaker_closed",
+            {{"tier", tier.name},
+             {"channel", request.channel},
+             {"probe_job", request.job},
+             {"unparked", t.jobs}});
+      }
+    } else {
+      std::string reason =
+          "probe job " + std::to_string(request.job) + " failed: " + request.detail;
+      JobStore::Transition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
+                                                   tier.cooldown_max_ms, reason);
+      if (t.done) {
+        ++reopened_;
+        Log(LogLevel::kWarn, "breaker_reopened",
+            {{"tier", tier.name},
+             {"channel", request.channel},
+             {"probe_job", request.job},
+             {"parked", t.jobs},
+             {"reason", reason}});
+      }
+    }
+    return true;
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarn, "breaker_transition_failed",
+        {{"tier", tier.name}, {"channel", request.channel}, {"error", FirstLine(e.what())}});
+    return false;
+  }
+}
+
+bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
+  if (now >= next_slow_check_) {
+    next_slow_check_ = now + options_.slow_check_every;
+    for (auto& [tier, board] : boards_) {
+      for (auto& trip : board->CheckSlow(now)) RequestOpen(tier, std::move(trip));
+    }
+  }
+  try {
+    if (now >= next_expire_) {
+      for (const auto& tier : options_.tiers) {
+        int expired = store_.Get().ExpireProbes(tier.name, tier.cooldown_ms, tier.cooldown_max_ms);
+        if (expired > 0) {
+          Log(LogLevel::kWarn, "breaker_probes_expired",
+              {{"tier", tier.name},
+               {"breakers", expired},
+               {"detail", "probes got no answer in time; their breakers are open again"}});
+        }
+      }
+      next_expire_ = now + options_.expire_every;
+    }
+    if (now >= next_reconcile_) {
+      auto [jobs, channels] = store_.Get().ReconcileParked();
+      if (jobs > 0) {
+        Log(LogLevel::kWarn, "parked_reconciled",
+            {{"jobs", jobs},
+             {"channels", channels},
+             {"detail", "unparked jobs that waited behind closed breakers"}});
+      }
+      std::vector<int64_t> not_closed = store_.Get().NotClosedBreakers();
+      for (auto& [tier, board] : boards_) board->Resync(not_closed);
+      next_reconcile_ = now + options_.reconcile_every;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarn, "breaker_maintenance_failed", {{"error", FirstLine(e.what())}});
+    return false;
+  }
+}
+
+}  // namespace bulkhead

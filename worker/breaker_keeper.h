@@ -1,0 +1,123 @@
+// BreakerKeeper: the node's one thread that moves channel breakers in Postgres, and the owner
+// of each served tier's BreakerBoard.
+//
+// It runs the breaker's transition statements (JobStore): opening (with the one-statement park
+// of the backlog) when a board trips, closing (with the one-statement unpark) or re-opening
+// when this node's probe answers, and, on a timer:
+// - every 250 ms: each board's slow-call check, so a hanging endpoint trips without waiting
+//   for any attempt to end;
+// - every second: re-opening of this node's tiers' half-open breakers whose probe ran out of
+//   time (the prober died, or its answer was lost), so none stays half-open for ever;
+// - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker) and a
+//   resync of the boards from the database, in case a NOTIFY was missed.
+// Probes themselves are claimed by the queue runners, which own the worker slots.
+//
+// Requests (RequestOpen, ProbeAnswered) wait in a queue bounded by the channels in play: one
+// open request per channel at a time, one answer per probe. A request that fails on a
+// database error stays queued and is retried on a new connection after a backoff; a
+// transition another node made first is simply not made again (compare-and-set).
+//
+// Threads: the keeper's thread owns the connection. Every public method may be called from
+// any thread: RequestOpen and ProbeAnswered from the HTTP sender's I/O thread (they only
+// queue), Learn from the NOTIFY listener's. board() hands out a reference that lives as long
+// as the keeper.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "breaker_board.h"
+#include "config.h"
+#include "store_connection.h"
+
+namespace bulkhead {
+
+class BreakerKeeper {
+ public:
+  struct Options {
+    std::string database;  // libpq connection string
+    std::vector<TierOptions> tiers;
+    std::chrono::milliseconds slow_check_every{250};
+    std::chrono::milliseconds expire_every{1000};
+    std::chrono::milliseconds reconcile_every{5000};
+  };
+
+  // A probe has until its request timeout plus this to answer before any node re-opens.
+  static constexpr std::chrono::milliseconds kProbeMargin{5000};
+
+  explicit BreakerKeeper(Options options);
+  // Stops the thread; requests still queued are dropped (boards and the fleet catch up: an
+  // open not made is made again by the next failures, a probe not answered expires).
+  ~BreakerKeeper();
+  BreakerKeeper(const BreakerKeeper&) = delete;
+  BreakerKeeper& operator=(const BreakerKeeper&) = delete;
+
+  // The board of a served tier.
+  BreakerBoard& board(const std::string& tier);
+
+  // Open `trip.channel`'s breaker (a board of `tier` tripped).
+  void RequestOpen(const std::string& tier, BreakerBoard::Trip trip);
+
+  // This node's probe `job` of `channel` answered: close on success, re-open otherwise.
+  void ProbeAnswered(const std::string& tier, int64_t channel, int64_t job, bool success,
+                     const std::string& detail);
+
+  // A NOTIFY bulkhead_breakers payload: "<channel id> <state>". Unknown payloads are ignored.
+  void Learn(const std::string& payload);
+
+  // Transitions this node made, since start (tests, logs).
+  uint64_t opened() const { return opened_.load(); }
+  uint64_t closed() const { return closed_.load(); }
+  uint64_t reopened() const { return reopened_.load(); }
+
+ private:
+  struct Request {
+    enum Kind { kOpen, kProbeAnswer } kind;
+    std::string tier;
+    int64_t channel = 0;
+    int64_t job = 0;  // the probe's
+    bool success = false;
+    std::string detail;
+  };
+
+  void Run();
+  // Runs one request; false if the database failed (the request stays queued).
+  bool Execute(const Request& request);
+  // The timers' work; false if the database failed.
+  bool Maintain(std::chrono::steady_clock::time_point now);
+  const TierOptions& Tier(const std::string& name) const;
+
+  // Constant after construction.
+  const Options options_;
+  std::map<std::string, std::unique_ptr<BreakerBoard>> boards_;  // the map itself is constant
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  std::deque<Request> queue_;
+  std::set<int64_t> open_requested_;  // channels with a kOpen in queue_
+  bool stop_ = false;
+
+  // Only touched by the keeper's thread.
+  StoreConnection store_;
+  std::chrono::steady_clock::time_point next_slow_check_{};
+  std::chrono::steady_clock::time_point next_expire_{};
+  std::chrono::steady_clock::time_point next_reconcile_{};
+
+  std::atomic<uint64_t> opened_{0};
+  std::atomic<uint64_t> closed_{0};
+  std::atomic<uint64_t> reopened_{0};
+
+  std::thread thread_;  // started last
+};
+
+}  // namespace bulkhead
