@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "breaker_command.h"
+#include "channel_command.h"
 #include "exit_codes.h"
 #include "migrate_command.h"
 #include "run_command.h"
@@ -19,6 +21,9 @@ slowing any other.
 commands:
   migrate up | down [N] | status   apply or reverse the schema migrations
   run --config FILE                run a worker node until SIGTERM or SIGINT
+  breakers [--json]                list paused channels and those whose breaker is not closed
+  breaker reset CHANNEL            close a channel's breaker and return its parked backlog
+  channel pause | resume CHANNEL   hold a channel's deliveries parked, or let them go again
 
 options:
   -h, --help      show this help (also after a command)
@@ -45,6 +50,9 @@ int main(int argc, char** argv) {
   }
   if (command == "migrate") return bulkhead::RunMigrateCommand(rest);
   if (command == "run") return bulkhead::RunRunCommand(rest);
+  if (command == "breakers") return bulkhead::RunBreakersCommand(rest);
+  if (command == "breaker") return bulkhead::RunBreakerCommand(rest);
+  if (command == "channel") return bulkhead::RunChannelCommand(rest);
   std::cerr << "bulkhead: unknown command '" << command << "' (try: bulkhead --help)\n";
   return bulkhead::kExitUsage;
 }

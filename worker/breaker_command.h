@@ -1,0 +1,24 @@
+// `bulkhead breakers [--json]` and `bulkhead breaker reset CHANNEL`: the operator's view of the
+// fleet's circuit breakers and the hand that closes one.
+//
+// `breakers` lists every channel whose breaker is not closed or that is paused (JobStore::
+// ListBreakers), as an aligned table or, with --json, a JSON array with stable keys.
+// `breaker reset` closes one channel's breaker from any state and returns its parked backlog
+// to the queue (JobStore::ResetBreaker).
+//
+// Output on stdout; a usage error is one line on stderr and exit 2, a database error or an
+// unknown channel one line on stderr and exit 1 (exit_codes.h). Runs on the calling thread.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace bulkhead {
+
+// `args` are the words after "breakers". Returns the process exit code.
+int RunBreakersCommand(std::span<const std::string_view> args);
+
+// `args` are the words after "breaker" (so far only `reset CHANNEL`). Returns the exit code.
+int RunBreakerCommand(std::span<const std::string_view> args);
+
+}  // namespace bulkhead
