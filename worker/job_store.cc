@@ -347,14 +347,17 @@ SELECT ch.id, t.name, t.tier, ch.breaker_state, ch.paused,
 
 // breaker_reset: an operator closes a channel's breaker from any state and returns its parked
 // backlog (unless the channel is paused), in one statement. A probe still in flight then
-// answers into a closed breaker, and its compare-and-set matches nothing.
+// answers into a closed breaker, and its compare-and-set matches nothing. On a breaker that
+// was closed already it only unparks what may have stranded, keeping breaker_changed_at.
 constexpr const char* kResetBreakerSql = R"sql(
 WITH before AS (
   SELECT id, breaker_state FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
 ), reset AS (
   UPDATE bulkhead.channels AS ch
-     SET breaker_state = 'closed', breaker_changed_at = now(), breaker_probe_at = NULL,
-         breaker_probe_job = NULL, breaker_trips = 0
+     SET breaker_state = 'closed', breaker_probe_at = NULL, breaker_probe_job = NULL,
+         breaker_trips = 0,
+         breaker_changed_at = CASE WHEN before.breaker_state = 'closed'
+                                   THEN ch.breaker_changed_at ELSE now() END
     FROM before
    WHERE ch.id = before.id
   RETURNING ch.id, ch.paused
