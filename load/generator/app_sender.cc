@@ -1,0 +1,147 @@
+#include "app_sender.h"
+
+#include <algorithm>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <thread>
+
+namespace bulkhead::load {
+namespace {
+
+constexpr const char* kEnqueueSql = "SELECT bulkhead.enqueue($1, $2::jsonb)";
+
+// Collects the threads' results. Guarded by mu.
+struct Collector {
+  std::mutex mu;
+  SendReport report;
+
+  void Add(std::vector<SentMessage> sent, int errors, const std::string& first_error) {
+    std::lock_guard lock(mu);
+    report.sent.insert(report.sent.end(), sent.begin(), sent.end());
+    if (errors > 0 && report.errors == 0) report.first_error = first_error;
+    report.errors += errors;
+  }
+};
+
+// One delivery in its own transaction; the job id, or -1 with `error` set.
+int64_t Enqueue(pqxx::connection& conn, int64_t channel, const std::string& payload,
+                std::string& error) {
+  try {
+    pqxx::work tx(conn);
+    int64_t id = tx.exec_prepared1("enqueue", channel, payload)[0].as<int64_t>();
+    tx.commit();
+    return id;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return -1;
+  }
+}
+
+std::string Payload(const std::string& phase, int conversation, int seq, int64_t sent_at_us) {
+  return "{\"phase\": \"" + phase + "\", \"conversation\": " + std::to_string(conversation) +
+         ", \"seq\": " + std::to_string(seq) + ", \"sent_at_us\": " + std::to_string(sent_at_us) +
+         ", \"text\": \"message " + std::to_string(seq) + " of conversation " +
+         std::to_string(conversation) + ", about as long as a chat notification\"}";
+}
+
+}  // namespace
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+SendReport RunConversations(const ConversationOptions& o,
+                            std::chrono::system_clock::time_point start) {
+  Collector collector;
+  int connections = std::max(1, std::min(o.connections, o.conversations));
+  int per_conversation = static_cast<int>(o.rate * static_cast<double>(o.duration.count()));
+  auto period = std::chrono::duration<double>(1.0 / o.rate);
+  auto stagger = period / o.conversations;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < connections; ++c) {
+    threads.emplace_back([&, c] {
+      // This connection's sends, in time order: (when, conversation, seq).
+      struct Send {
+        std::chrono::system_clock::time_point at;
+        int conversation, seq;
+      };
+      std::vector<Send> plan;
+      for (int k = c; k < o.conversations; k += connections) {
+        for (int m = 0; m < per_conversation; ++m) {
+          plan.push_back({start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                      stagger * k + period * m),
+                          k, m});
+        }
+      }
+      std::sort(plan.begin(), plan.end(), [](const Send& a, const Send& b) { return a.at < b.at; });
+      std::vector<SentMessage> sent;
+      int errors = 0;
+      std::string first_error;
+      try {
+        pqxx::connection conn(o.database);
+        conn.prepare("enqueue", kEnqueueSql);
+        for (const Send& s : plan) {
+          std::this_thread::sleep_until(s.at);
+          int64_t now = NowUs();
+          std::string error;
+          int64_t id =
+              Enqueue(conn, o.channel, Payload(o.phase, s.conversation, s.seq, now), error);
+          if (id < 0) {
+            if (errors++ == 0) first_error = error;
+            continue;
+          }
+          sent.push_back({id, now});
+        }
+      } catch (const std::exception& e) {
+        if (errors++ == 0) first_error = e.what();
+      }
+      collector.Add(std::move(sent), errors, first_error);
+    });
+  }
+  for (auto& t : threads) t.join();
+  SendReport report = std::move(collector.report);
+  report.started_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count();
+  report.finished_us = NowUs();
+  return report;
+}
+
+SendReport RunBacklog(const std::string& database, int64_t channel, int total, int concurrency) {
+  Collector collector;
+  int64_t started = NowUs();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < concurrency; ++c) {
+    // Connection c makes items c, c + concurrency, …: an equal share each.
+    threads.emplace_back([&, c] {
+      std::vector<SentMessage> sent;
+      int errors = 0;
+      std::string first_error;
+      try {
+        pqxx::connection conn(database);
+        conn.prepare("enqueue", kEnqueueSql);
+        for (int i = c; i < total; i += concurrency) {
+          int64_t now = NowUs();
+          std::string error;
+          int64_t id = Enqueue(conn, channel, Payload("backlog", c, i, now), error);
+          if (id < 0) {
+            if (errors++ == 0) first_error = error;
+            continue;
+          }
+          sent.push_back({id, now});
+        }
+      } catch (const std::exception& e) {
+        if (errors++ == 0) first_error = e.what();
+      }
+      collector.Add(std::move(sent), errors, first_error);
+    });
+  }
+  for (auto& t : threads) t.join();
+  SendReport report = std::move(collector.report);
+  report.started_us = started;
+  report.finished_us = NowUs();
+  return report;
+}
+
+}  // namespace bulkhead::load

@@ -1,0 +1,61 @@
+#include "knobs.h"
+
+#include <charconv>
+#include <regex>
+
+namespace bulkhead::load {
+namespace {
+
+template <typename T>
+bool Read(const std::function<std::optional<std::string>(const std::string&)>& lookup,
+          const std::string& name, T min, T max, T& out, std::string& error) {
+  auto value = lookup(name);
+  if (!value || value->empty()) return true;
+  T parsed{};
+  auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), parsed);
+  if (ec != std::errc() || end != value->data() + value->size() || parsed < min || parsed > max) {
+    error = name + ": must be a number from " + std::to_string(min) + " to " + std::to_string(max) +
+            ", not '" + *value + "'";
+    return false;
+  }
+  out = parsed;
+  return true;
+}
+
+}  // namespace
+
+std::optional<DeadChannelKnobs> DeadChannelKnobsFrom(
+    const std::function<std::optional<std::string>(const std::string&)>& lookup,
+    std::string& error) {
+  DeadChannelKnobs k;
+  if (auto profile = lookup("LOAD_PROFILE"); profile && !profile->empty()) {
+    if (*profile != "full" && *profile != "smoke") {
+      error = "LOAD_PROFILE: must be full or smoke, not '" + *profile + "'";
+      return std::nullopt;
+    }
+    k.profile = *profile;
+  }
+  if (k.profile == "smoke") {
+    k.conversations = 10;
+    k.duration_s = 30;
+    k.backlog = 1000;
+  }
+  if (!Read(lookup, "LOAD_DEAD_CONVERSATIONS", 1, 10000, k.conversations, error) ||
+      !Read(lookup, "LOAD_DEAD_RATE", 0.01, 1000.0, k.rate, error) ||
+      !Read(lookup, "LOAD_DEAD_DURATION_S", 1, 3600, k.duration_s, error) ||
+      !Read(lookup, "LOAD_DEAD_BACKLOG", 0, 10'000'000, k.backlog, error) ||
+      !Read(lookup, "LOAD_DEAD_BACKLOG_CONCURRENCY", 1, 100, k.backlog_concurrency, error) ||
+      !Read(lookup, "LOAD_DRAIN_TIMEOUT_S", 1, 3600, k.drain_timeout_s, error)) {
+    return std::nullopt;
+  }
+  if (auto tier = lookup("LOAD_DEAD_TIER"); tier && !tier->empty()) {
+    if (!std::regex_match(*tier, std::regex("[a-z][a-z0-9_]{0,62}"))) {
+      error = "LOAD_DEAD_TIER: not a tier name: '" + *tier + "'";
+      return std::nullopt;
+    }
+    k.dead_tier = *tier;
+  }
+  return k;
+}
+
+}  // namespace bulkhead::load

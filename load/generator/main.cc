@@ -1,0 +1,120 @@
+// bulkhead-load: the load generator and scenario driver of the load harness. It plays the
+// application (deliveries through bulkhead.enqueue, one transaction each), drives a scenario
+// against a running node and mock provider, and writes the results. load/run.sh starts the
+// stack and calls it; docs/load.md describes the scenarios, knobs and results.
+//
+//   bulkhead-load dead_channel --database URL --mock URL [--results-dir DIR] [--node NAME]
+//                              [--commit TEXT]
+//
+// Scenarios:
+//   dead_channel  design §5 / seed 003: a healthy tenant's latency with and without another
+//                 tenant's dead endpoint (load/generator/dead_channel.h). Knobs: LOAD_PROFILE,
+//                 LOAD_DEAD_* (load/generator/knobs.h).
+//
+// Exit status: 0 the gate passed, 1 it failed (or the stack was unusable), 2 usage error.
+#include <curl/curl.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dead_channel.h"
+#include "exit_codes.h"
+#include "knobs.h"
+#include "version.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: bulkhead-load SCENARIO --database URL --mock URL [options]
+
+Plays the application against a running bulkhead node and bulkhead-mock, measures, and writes
+<results-dir>/<UTC date>-<scenario>[-<tier mode>].json and an .html report beside it.
+load/run.sh starts the whole stack and calls this; see docs/load.md.
+
+scenarios:
+  dead_channel   a healthy tenant alone (baseline), then beside a dead tenant's backlog (dead);
+                 gate: dead p95 <= max(baseline p95 x 1.2, baseline p95 + 50 ms), every healthy
+                 message exactly once, the breaker opened
+
+options:
+  --database URL      the database the node works (libpq string or URL)
+  --mock URL          the mock provider, e.g. http://127.0.0.1:8090
+  --results-dir DIR   where results go (default load/results)
+  --node NAME         wait for this node to register and check it serves the tiers used
+  --commit TEXT       recorded in the results (load/run.sh passes the git commit)
+  -h, --help          show this help
+  --version           print the version
+
+knobs (environment):
+  LOAD_PROFILE=full|smoke (full), LOAD_DEAD_CONVERSATIONS (50; smoke 10), LOAD_DEAD_RATE (1),
+  LOAD_DEAD_DURATION_S (90; smoke 30), LOAD_DEAD_BACKLOG (10000; smoke 1000),
+  LOAD_DEAD_BACKLOG_CONCURRENCY (10), LOAD_DEAD_TIER=default|bulk (default),
+  LOAD_DRAIN_TIMEOUT_S (30)
+)";
+
+int Usage(const std::string& message) {
+  std::cerr << "bulkhead-load: " << message << " (try: bulkhead-load --help)\n";
+  return bulkhead::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  std::string scenario;
+  bulkhead::load::ScenarioContext context;
+  context.results_dir = "load/results";
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return bulkhead::kExitOk;
+    }
+    if (a == "--version") {
+      std::cout << "bulkhead-load " << bulkhead::kVersion << "\n";
+      return bulkhead::kExitOk;
+    }
+    if (!a.starts_with("--")) {
+      if (!scenario.empty())
+        return Usage("one scenario at a time, not also '" + std::string(a) + "'");
+      scenario = std::string(a);
+      continue;
+    }
+    std::string* target = a == "--database"      ? &context.database
+                          : a == "--mock"        ? &context.mock_url
+                          : a == "--results-dir" ? &context.results_dir
+                          : a == "--node"        ? &context.node
+                          : a == "--commit"      ? &context.commit
+                                                 : nullptr;
+    if (target == nullptr) return Usage("unknown option '" + std::string(a) + "'");
+    if (i + 1 >= args.size()) return Usage(std::string(a) + " needs a value");
+    *target = std::string(args[++i]);
+  }
+  if (scenario.empty()) return Usage("missing scenario (dead_channel)");
+  if (scenario != "dead_channel")
+    return Usage("unknown scenario '" + scenario + "' (dead_channel)");
+  if (context.database.empty()) return Usage("--database is required");
+  if (context.mock_url.empty()) return Usage("--mock is required");
+  while (context.mock_url.ends_with('/')) context.mock_url.pop_back();
+
+  std::string error;
+  auto knobs = bulkhead::load::DeadChannelKnobsFrom(
+      [](const std::string& name) -> std::optional<std::string> {
+        const char* v = std::getenv(name.c_str());
+        return v ? std::optional<std::string>(v) : std::nullopt;
+      },
+      error);
+  if (!knobs) return Usage(error);
+
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  signal(SIGPIPE, SIG_IGN);
+  try {
+    return bulkhead::load::RunDeadChannel(context, *knobs);
+  } catch (const std::exception& e) {
+    std::cerr << "bulkhead-load: " << scenario << ": " << e.what() << "\n";
+    return bulkhead::kExitFailure;
+  }
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# load/run.sh — the load harness: starts a whole stack, runs scenarios, stops what it started.
+#
+#   LOAD_PROFILE=smoke load/run.sh                      # the README's demo: dead_channel, smoke
+#   load/run.sh                                         # dead_channel, full profile (the seed's)
+#   LOAD_SCENARIOS=dead_channel LOAD_DEAD_TIER=bulk load/run.sh   # dead tenant on its own tier
+#
+# Steps: ./setup.sh (installs missing packages, builds); a throwaway PostgreSQL in
+# $LOAD_RUN_DIR/pg (load/embedded_postgres.sh; a fresh database `bulkhead_load` each run) unless
+# DATABASE_URL is set; `bulkhead migrate up`; bulkhead-mock on a free loopback port; one node,
+# `bulkhead run`, with the tier files copied from $LOAD_TIERS_DIR into the run folder; then
+# `bulkhead-load <scenario>` for each of LOAD_SCENARIOS. Whatever it started is stopped on exit,
+# on failure and on Ctrl-C. Exit status: 0 when every scenario's gate passed, 1 otherwise.
+#
+# Environment (the scenarios' own knobs, LOAD_PROFILE and LOAD_DEAD_*, are in docs/load.md):
+#   LOAD_SCENARIOS     comma-separated scenarios (dead_channel)
+#   LOAD_RESULTS_DIR   where results go (load/results)
+#   LOAD_RUN_DIR       the run's files: database, logs, config, tiers (.run/load)
+#   LOAD_TIERS_DIR     tier files to run the node with (tiers)
+#   LOAD_BIN_DIR       the binaries (build/bin)
+#   LOAD_SKIP_SETUP=1  do not run ./setup.sh (the ctest entry: the build is already done)
+#   DATABASE_URL       use this database instead of a throwaway one (it is migrated up)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scenarios=${LOAD_SCENARIOS:-dead_channel}
+results=${LOAD_RESULTS_DIR:-load/results}
+run=${LOAD_RUN_DIR:-.run/load}
+tiers=${LOAD_TIERS_DIR:-tiers}
+bin=${LOAD_BIN_DIR:-build/bin}
+
+for s in ${scenarios//,/ }; do
+  case "$s" in
+    dead_channel) ;;
+    *) echo "load/run.sh: unknown scenario '$s' in LOAD_SCENARIOS (dead_channel)" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p "$run"
+run=$(cd "$run" && pwd)
+if [ "${LOAD_SKIP_SETUP:-0}" != 1 ]; then
+  echo "load/run.sh: ./setup.sh (install what is missing, build; log in $run/setup.log)"
+  if ! ./setup.sh >"$run/setup.log" 2>&1; then
+    tail -n 30 "$run/setup.log" >&2
+    echo "load/run.sh: ./setup.sh failed; see $run/setup.log" >&2
+    exit 1
+  fi
+fi
+
+node_pid=
+mock_pid=
+pg_dir=
+stop_process() {  # pid, name: SIGTERM, then SIGKILL after 15 s
+  local pid=$1 name=$2
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "load/run.sh: $name did not stop within 15 s; killing it" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  [ -n "$node_pid" ] && stop_process "$node_pid" "the node"
+  [ -n "$mock_pid" ] && stop_process "$mock_pid" "the mock provider"
+  [ -n "$pg_dir" ] && load/embedded_postgres.sh stop "$pg_dir"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The database.
+if [ -n "${DATABASE_URL:-}" ]; then
+  db=$DATABASE_URL
+else
+  pg_dir=$run/pg
+  conn=$(load/embedded_postgres.sh start "$pg_dir")
+  bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
+  PGOPTIONS="-c client_min_messages=warning" "$bindir/psql" -X -q "$conn" \
+    -c "DROP DATABASE IF EXISTS bulkhead_load" \
+    -c "CREATE DATABASE bulkhead_load"
+  db="${conn/dbname=postgres/dbname=bulkhead_load}"
+fi
+"$bin/bulkhead" migrate up --database "$db" >"$run/migrate.log"
+
+# The mock provider, on a free loopback port.
+rm -f "$run/mock.port"
+"$bin/bulkhead-mock" --listen 127.0.0.1:0 --port-file "$run/mock.port" >"$run/mock.log" 2>&1 &
+mock_pid=$!
+for _ in $(seq 100); do [ -s "$run/mock.port" ] && break; sleep 0.1; done
+if [ ! -s "$run/mock.port" ]; then
+  cat "$run/mock.log" >&2
+  echo "load/run.sh: the mock provider did not start" >&2
+  exit 1
+fi
+mock_url=http://127.0.0.1:$(cat "$run/mock.port")
+
+# One node, on copies of the tier files (so a run can change them without touching tiers/).
+rm -rf "$run/tiers"
+mkdir -p "$run/tiers"
+cp "$tiers"/*.json "$run/tiers/"
+node=load-$$
+cat >"$run/node.json" <<JSON
+{
+  "node": "$node",
+  "tiers_dir": "tiers",
+  "allowed_networks": ["127.0.0.0/8"],
+  "metrics_listen": "127.0.0.1:$((20000 + RANDOM % 20000))",
+  "shutdown_grace_ms": 2000
+}
+JSON
+"$bin/bulkhead" run --config "$run/node.json" --database "$db" 2>"$run/node.log" &
+node_pid=$!
+# Started once it logs node_started (it has registered in bulkhead.nodes by then).
+for _ in $(seq 600); do
+  grep -q '"node_started"' "$run/node.log" 2>/dev/null && break
+  if ! kill -0 "$node_pid" 2>/dev/null; then
+    cat "$run/node.log" >&2
+    echo "load/run.sh: the node did not start; its log is $run/node.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || true)
+if [ -n "$commit" ] && [ -n "$(git status --porcelain -- worker schema tiers load 2>/dev/null)" ]; then
+  commit="$commit+changes"
+fi
+failed=0
+for s in ${scenarios//,/ }; do
+  if ! kill -0 "$node_pid" 2>/dev/null; then
+    tail -n 20 "$run/node.log" >&2
+    echo "load/run.sh: the node stopped; its log is $run/node.log" >&2
+    exit 1
+  fi
+  echo "load/run.sh: scenario $s (node log: $run/node.log)"
+  "$bin/bulkhead-load" "$s" --database "$db" --mock "$mock_url" --results-dir "$results" \
+    --node "$node" --commit "$commit" || failed=1
+done
+exit $failed
