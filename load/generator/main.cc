@@ -5,6 +5,7 @@
 //
 //   bulkhead-load dead_channel --database URL --mock URL [--results-dir DIR] [--node NAME]
 //                              [--commit TEXT]
+//   bulkhead-load report RESULTS.json    # print the tables again, rewrite the .html beside it
 //
 // Scenarios:
 //   dead_channel  design §5 / seed 003: a healthy tenant's latency with and without another
@@ -16,7 +17,10 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,11 +28,13 @@
 #include "dead_channel.h"
 #include "exit_codes.h"
 #include "knobs.h"
+#include "report.h"
 #include "version.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: bulkhead-load SCENARIO --database URL --mock URL [options]
+       bulkhead-load report RESULTS.json
 
 Plays the application against a running bulkhead node and bulkhead-mock, measures, and writes
 <results-dir>/<UTC date>-<scenario>[-<tier mode>].json and an .html report beside it.
@@ -38,6 +44,8 @@ scenarios:
   dead_channel   a healthy tenant alone (baseline), then beside a dead tenant's backlog (dead);
                  gate: dead p95 <= max(baseline p95 x 1.2, baseline p95 + 50 ms), every healthy
                  message exactly once, the breaker opened
+
+  report         print a kept result's tables again and rewrite its .html report beside it
 
 options:
   --database URL      the database the node works (libpq string or URL)
@@ -60,10 +68,27 @@ int Usage(const std::string& message) {
   return bulkhead::kExitUsage;
 }
 
+// `bulkhead-load report FILE`: the report of a kept result, from its JSON alone.
+int Report(const std::vector<std::string_view>& args) {
+  if (args.size() != 2) return Usage("report takes one results file");
+  std::filesystem::path path(args[1]);
+  std::ifstream in(path);
+  auto result = nlohmann::json::parse(in, nullptr, false);
+  if (!in || result.is_discarded() || result.value("scenario", "") != "dead_channel") {
+    std::cerr << "bulkhead-load: " << path.string() << ": not a dead_channel results file\n";
+    return bulkhead::kExitFailure;
+  }
+  auto html = std::filesystem::path(path).replace_extension(".html");
+  std::ofstream(html) << bulkhead::load::HtmlReport(result);
+  std::cout << bulkhead::load::TextReport(result) << "\nreport:  " << html.string() << "\n";
+  return result["gate"]["pass"].get<bool>() ? bulkhead::kExitOk : bulkhead::kExitFailure;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "report") return Report(args);
   std::string scenario;
   bulkhead::load::ScenarioContext context;
   context.results_dir = "load/results";

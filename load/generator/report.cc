@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace bulkhead::load {
@@ -243,7 +244,21 @@ class Plot {
     for (const auto& [label, color] : entries) {
       s << "<rect x='" << x << "' y='26' width='12' height='4' fill='" << color << "'/><text x='"
         << x + 16 << "' y='31'>" << Escape(label) << "</text>\n";
-      x += 22 + 6.2 * static_cast<double>(label.size());
+      x += 26 + 6.6 * static_cast<double>(label.size());
+    }
+    return s.str();
+  }
+
+  // The breaker bands' key, on a second legend line.
+  std::string StateLegend() const {
+    std::ostringstream s;
+    double x = kLeft + 10;
+    for (const auto& [label, color] :
+         {std::pair{"breaker closed", "#2ca02c"}, {"open", "#d62728"}, {"half_open", "#ff7f0e"}}) {
+      s << "<rect x='" << x << "' y='" << kTop - 16 << "' width='12' height='8' fill='" << color
+        << "' fill-opacity='0.25'/><text x='" << x + 16 << "' y='" << kTop - 9 << "'>" << label
+        << "</text>\n";
+      x += 26 + 6.6 * static_cast<double>(std::string_view(label).size());
     }
     return s.str();
   }
@@ -264,7 +279,7 @@ class Plot {
   }
 
   static constexpr double kWidth = 900, kHeight = 340;
-  static constexpr double kLeft = 60, kRight = 20, kTop = 40, kBottom = 36;
+  static constexpr double kLeft = 60, kRight = 20, kTop = 50, kBottom = 36;
 
  private:
   double x_max_, y_max_;
@@ -334,8 +349,8 @@ std::string BreakerChart(const json& r) {
                     {"demoted", "#8c564b"},
                     {"parked", "#7f7f7f"},
                     {"in flight at the provider", "#e377c2"},
-                    {"healthy waiting", "#1f77b4"},
-                    {"band: closed / open / half_open", "#2ca02c"}});
+                    {"healthy waiting", "#1f77b4"}});
+  s += plot.StateLegend();
   return s + "</svg>\n";
 }
 
