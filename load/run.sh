@@ -49,6 +49,7 @@ fi
 
 node_pid=
 mock_pid=
+load_pid=
 pg_dir=
 stop_process() {  # pid, name: SIGTERM, then SIGKILL after 15 s
   local pid=$1 name=$2
@@ -64,6 +65,7 @@ stop_process() {  # pid, name: SIGTERM, then SIGKILL after 15 s
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  [ -n "$load_pid" ] && stop_process "$load_pid" "bulkhead-load"
   [ -n "$node_pid" ] && stop_process "$node_pid" "the node"
   [ -n "$mock_pid" ] && stop_process "$mock_pid" "the mock provider"
   [ -n "$pg_dir" ] && load/embedded_postgres.sh stop "$pg_dir"
@@ -138,7 +140,13 @@ for s in ${scenarios//,/ }; do
     exit 1
   fi
   echo "load/run.sh: scenario $s (node log: $run/node.log)"
+  # In the background and waited for: `wait` returns as soon as a signal arrives, so Ctrl-C or
+  # a SIGTERM to this script alone (a CI timeout) stops everything at once, not after the
+  # scenario.
   "$bin/bulkhead-load" "$s" --database "$db" --mock "$mock_url" --results-dir "$results" \
-    --node "$node" --commit "$commit" || failed=1
+    --node "$node" --commit "$commit" &
+  load_pid=$!
+  wait "$load_pid" || failed=1
+  load_pid=
 done
 exit $failed
