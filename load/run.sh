@@ -31,8 +31,9 @@ bin=${LOAD_BIN_DIR:-build/bin}
 
 for s in ${scenarios//,/ }; do
   case "$s" in
-    dead_channel) ;;
-    *) echo "load/run.sh: unknown scenario '$s' in LOAD_SCENARIOS (dead_channel)" >&2; exit 2 ;;
+    dead_channel|webhook_burst|throughput|latency) ;;
+    *) echo "load/run.sh: unknown scenario '$s' in LOAD_SCENARIOS" \
+         "(dead_channel, webhook_burst, throughput, latency)" >&2; exit 2 ;;
   esac
 done
 

@@ -92,7 +92,7 @@ SendReport RunConversations(const ConversationOptions& o,
             if (errors++ == 0) first_error = error;
             continue;
           }
-          sent.push_back({id, now});
+          sent.push_back({id, now, NowUs()});
         }
       } catch (const std::exception& e) {
         if (errors++ == 0) first_error = e.what();
@@ -129,7 +129,7 @@ SendReport RunBacklog(const std::string& database, int64_t channel, int total, i
             if (errors++ == 0) first_error = error;
             continue;
           }
-          sent.push_back({id, now});
+          sent.push_back({id, now, NowUs()});
         }
       } catch (const std::exception& e) {
         if (errors++ == 0) first_error = e.what();

@@ -16,8 +16,9 @@
 namespace bulkhead::load {
 
 struct SentMessage {
-  int64_t job_id = 0;      // the webhook-id the provider will see
-  int64_t sent_at_us = 0;  // Unix µs, as stamped in the payload
+  int64_t job_id = 0;           // the webhook-id the provider will see
+  int64_t sent_at_us = 0;       // Unix µs, as stamped in the payload
+  int64_t committed_at_us = 0;  // Unix µs, when COMMIT returned (pick-up latency starts here)
 };
 
 struct SendReport {

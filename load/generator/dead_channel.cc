@@ -17,6 +17,7 @@
 #include "phase_stats.h"
 #include "report.h"
 #include "sampler.h"
+#include "scenario_stack.h"
 
 namespace bulkhead::load {
 namespace {
@@ -30,73 +31,6 @@ constexpr const char* kDeadRoute = "/hook/hang-dead";
 constexpr int kSenderConnections = 10;
 
 double Round(double v, double unit = 0.1) { return std::round(v / unit) * unit; }
-
-std::string UtcNow(const char* format) {
-  std::time_t now = system_clock::to_time_t(system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[64];
-  std::strftime(buffer, sizeof buffer, format, &tm);
-  return buffer;
-}
-
-// Waits until `node` is registered (it registers once it has connected and checked the
-// schema) and returns the tiers it serves.
-std::vector<std::string> WaitForNode(pqxx::connection& conn, const std::string& node) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (true) {
-    pqxx::work tx(conn);
-    auto rows = tx.exec_params(
-        "SELECT array_to_string(tiers, ',') FROM bulkhead.nodes "
-        "WHERE name = $1",
-        node);
-    tx.commit();
-    if (!rows.empty()) {
-      std::vector<std::string> tiers;
-      std::string list = rows[0][0].as<std::string>();
-      for (size_t at = 0; at <= list.size();) {
-        size_t comma = std::min(list.find(',', at), list.size());
-        tiers.push_back(list.substr(at, comma - at));
-        at = comma + 1;
-      }
-      return tiers;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw std::runtime_error("node " + node + " did not register within 60 s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-}
-
-struct Channel {
-  int64_t id = 0;
-  std::string secret;
-};
-
-Channel CreateTenantAndChannel(pqxx::connection& conn, const std::string& name,
-                               const std::string& tier, const std::string& url) {
-  pqxx::work tx(conn);
-  int64_t tenant = tx.exec_params1(
-                         "INSERT INTO bulkhead.tenants (name, tier) VALUES ($1, $2) "
-                         "RETURNING id",
-                         name, tier)[0]
-                       .as<int64_t>();
-  auto row = tx.exec_params1(
-      "INSERT INTO bulkhead.channels (tenant_id, url) VALUES ($1, $2) "
-      "RETURNING id, secret",
-      tenant, url);
-  tx.commit();
-  return {row[0].as<int64_t>(), row[1].as<std::string>()};
-}
-
-// Waits until the mock has seen `expected` distinct healthy messages or `timeout` passed.
-void WaitForArrivals(MockClient& mock, int64_t expected, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (MockClient::RouteCounter(mock.Stats(), kHealthyRoute, "unique_ids") >= expected) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
 
 // Per-second p50/p95/max of a phase's latencies, by send time: the charts' series.
 nlohmann::json LatencyBySecond(const PhaseStats& stats) {
@@ -153,7 +87,8 @@ Phase RunPhase(const ScenarioContext& context, const DeadChannelKnobs& knobs,
                                  std::chrono::seconds(knobs.duration_s), kSenderConnections, name},
                                 start);
   if (backlog_thread.joinable()) backlog_thread.join();
-  WaitForArrivals(mock, healthy_before + static_cast<int64_t>(phase.sent.sent.size()),
+  WaitForArrivals(mock, kHealthyRoute,
+                  healthy_before + static_cast<int64_t>(phase.sent.sent.size()),
                   std::chrono::seconds(knobs.drain_timeout_s));
   sampler.Stop();
   if (!sampler.error().empty()) throw std::runtime_error("sampler: " + sampler.error());
@@ -169,32 +104,14 @@ Phase RunPhase(const ScenarioContext& context, const DeadChannelKnobs& knobs,
   return phase;
 }
 
-fs::path ResultsPath(const std::string& dir, const std::string& stem) {
-  fs::create_directories(dir);
-  fs::path path = fs::path(dir) / (stem + ".json");
-  for (int n = 2; fs::exists(path); ++n) {
-    path = fs::path(dir) / (stem + "-" + std::to_string(n) + ".json");
-  }
-  return path;
-}
-
 }  // namespace
 
 int RunDeadChannel(const ScenarioContext& context, const DeadChannelKnobs& knobs) {
   std::string started_at = UtcNow("%Y-%m-%dT%H:%M:%SZ");
   pqxx::connection conn(context.database);
-  if (!context.node.empty()) {
-    auto tiers = WaitForNode(conn, context.node);
-    for (const std::string& tier : {std::string("default"), knobs.dead_tier}) {
-      if (std::find(tiers.begin(), tiers.end(), tier) == tiers.end()) {
-        throw std::runtime_error("node " + context.node + " does not serve tier '" + tier +
-                                 "' (it serves its tiers_dir's *.json)");
-      }
-    }
-  }
+  if (!context.node.empty()) WaitForNode(conn, context.node, {"default", knobs.dead_tier});
   MockClient mock(context.mock_url);
-  std::string run =
-      "dead_channel-" + UtcNow("%Y%m%dT%H%M%SZ") + "-" + std::to_string(NowUs() % 1000000);
+  std::string run = RunName("dead_channel");
   Channel healthy =
       CreateTenantAndChannel(conn, run + "-healthy", "default", context.mock_url + kHealthyRoute);
   Channel dead =

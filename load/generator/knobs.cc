@@ -7,8 +7,8 @@ namespace bulkhead::load {
 namespace {
 
 template <typename T>
-bool Read(const std::function<std::optional<std::string>(const std::string&)>& lookup,
-          const std::string& name, T min, T max, T& out, std::string& error) {
+bool Read(const KnobLookup& lookup, const std::string& name, T min, T max, T& out,
+          std::string& error) {
   auto value = lookup(name);
   if (!value || value->empty()) return true;
   T parsed{};
@@ -22,19 +22,23 @@ bool Read(const std::function<std::optional<std::string>(const std::string&)>& l
   return true;
 }
 
+// LOAD_PROFILE into `profile`; false with `error` set when it is neither full nor smoke.
+bool ReadProfile(const KnobLookup& lookup, std::string& profile, std::string& error) {
+  if (auto value = lookup("LOAD_PROFILE"); value && !value->empty()) {
+    if (*value != "full" && *value != "smoke") {
+      error = "LOAD_PROFILE: must be full or smoke, not '" + *value + "'";
+      return false;
+    }
+    profile = *value;
+  }
+  return true;
+}
+
 }  // namespace
 
-std::optional<DeadChannelKnobs> DeadChannelKnobsFrom(
-    const std::function<std::optional<std::string>(const std::string&)>& lookup,
-    std::string& error) {
+std::optional<DeadChannelKnobs> DeadChannelKnobsFrom(const KnobLookup& lookup, std::string& error) {
   DeadChannelKnobs k;
-  if (auto profile = lookup("LOAD_PROFILE"); profile && !profile->empty()) {
-    if (*profile != "full" && *profile != "smoke") {
-      error = "LOAD_PROFILE: must be full or smoke, not '" + *profile + "'";
-      return std::nullopt;
-    }
-    k.profile = *profile;
-  }
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
   if (k.profile == "smoke") {
     k.conversations = 10;
     k.duration_s = 30;
@@ -54,6 +58,45 @@ std::optional<DeadChannelKnobs> DeadChannelKnobsFrom(
       return std::nullopt;
     }
     k.dead_tier = *tier;
+  }
+  return k;
+}
+
+std::optional<ThroughputKnobs> ThroughputKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  ThroughputKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") k.jobs = 20000;
+  if (!Read(lookup, "LOAD_THROUGHPUT_JOBS", 1, 10'000'000, k.jobs, error) ||
+      !Read(lookup, "LOAD_THROUGHPUT_CHANNELS", 1, 10000, k.channels, error)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
+std::optional<LatencyKnobs> LatencyKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  LatencyKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") k.duration_s = 10;
+  if (!Read(lookup, "LOAD_LATENCY_RATE", 0.1, 1000.0, k.rate, error) ||
+      !Read(lookup, "LOAD_LATENCY_DURATION_S", 1, 3600, k.duration_s, error)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
+std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  BurstKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") {
+    k.burst = 2000;
+    k.duration_s = 15;
+  }
+  if (!Read(lookup, "LOAD_BURST_SIZE", 1, 10'000'000, k.burst, error) ||
+      !Read(lookup, "LOAD_BURST_CONCURRENCY", 1, 100, k.concurrency, error) ||
+      !Read(lookup, "LOAD_BURST_TENANTS", 1, 1000, k.tenants, error) ||
+      !Read(lookup, "LOAD_BURST_RATE", 0.01, 1000.0, k.rate, error) ||
+      !Read(lookup, "LOAD_BURST_DURATION_S", 1, 3600, k.duration_s, error)) {
+    return std::nullopt;
   }
   return k;
 }

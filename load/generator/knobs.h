@@ -35,10 +35,48 @@ struct DeadChannelKnobs {
   std::string tier_mode() const { return dead_tier == "default" ? "shared" : "separate"; }
 };
 
+using KnobLookup = std::function<std::optional<std::string>(const std::string&)>;
+
 // `lookup(name)` returns a variable's value (std::getenv in main, a map in tests). Returns the
 // knobs, or sets `error` to "LOAD_X: reason" and returns std::nullopt.
-std::optional<DeadChannelKnobs> DeadChannelKnobsFrom(
-    const std::function<std::optional<std::string>(const std::string&)>& lookup,
-    std::string& error);
+std::optional<DeadChannelKnobs> DeadChannelKnobsFrom(const KnobLookup& lookup, std::string& error);
+
+// throughput: drain a burst to /hook/fast over several channels, on the default tier.
+//   LOAD_THROUGHPUT_JOBS      deliveries (100000; smoke 20000)
+//   LOAD_THROUGHPUT_CHANNELS  channels, one tenant each, sharing the burst equally (20)
+struct ThroughputKnobs {
+  std::string profile = "full";
+  int jobs = 100000;
+  int channels = 20;
+};
+std::optional<ThroughputKnobs> ThroughputKnobsFrom(const KnobLookup& lookup, std::string& error);
+
+// latency: pick-up latency at a steady low rate, one channel to /hook/fast, default tier.
+//   LOAD_LATENCY_RATE        deliveries a second, each its own transaction (50)
+//   LOAD_LATENCY_DURATION_S  seconds (20; smoke 10)
+struct LatencyKnobs {
+  std::string profile = "full";
+  double rate = 50;
+  int duration_s = 20;
+};
+std::optional<LatencyKnobs> LatencyKnobsFrom(const KnobLookup& lookup, std::string& error);
+
+// webhook_burst: one busy channel's burst drained while other tenants send, default tier.
+//   LOAD_BURST_SIZE         deliveries in the busy channel's burst (10000; smoke 2000)
+//   LOAD_BURST_CONCURRENCY  connections creating the burst (10)
+//   LOAD_BURST_TENANTS      other tenants, one channel and one conversation each (10)
+//   LOAD_BURST_RATE         messages a second per other tenant (5)
+//   LOAD_BURST_DURATION_S   seconds the other tenants send, from the burst's start (30; smoke 15)
+// The busy channel's endpoint is /hook/busy?delay_ms=20-30, the others' /hook/others?...: the
+// healthy provider's timing, under two routes so the mock counts them apart.
+struct BurstKnobs {
+  std::string profile = "full";
+  int burst = 10000;
+  int concurrency = 10;
+  int tenants = 10;
+  double rate = 5;
+  int duration_s = 30;
+};
+std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& error);
 
 }  // namespace bulkhead::load

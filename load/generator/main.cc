@@ -11,6 +11,8 @@
 //   dead_channel  design §5 / seed 003: a healthy tenant's latency with and without another
 //                 tenant's dead endpoint (load/generator/dead_channel.h). Knobs: LOAD_PROFILE,
 //                 LOAD_DEAD_* (load/generator/knobs.h).
+//   webhook_burst, throughput, latency   load/generator/scenarios.h; knobs LOAD_BURST_*,
+//                 LOAD_THROUGHPUT_*, LOAD_LATENCY_* (knobs.h).
 //
 // Exit status: 0 the gate passed, 1 it failed (or the stack was unusable), 2 usage error.
 #include <curl/curl.h>
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,6 +32,7 @@
 #include "exit_codes.h"
 #include "knobs.h"
 #include "report.h"
+#include "scenarios.h"
 #include "version.h"
 
 namespace {
@@ -40,11 +44,14 @@ Plays the application against a running bulkhead node and bulkhead-mock, measure
 <results-dir>/<UTC date>-<scenario>[-<tier mode>].json and an .html report beside it.
 load/run.sh starts the whole stack and calls this; see docs/load.md.
 
-scenarios:
+scenarios (webhook_burst, throughput and latency pass when every delivery arrives exactly once):
   dead_channel   a healthy tenant alone (baseline), then beside a dead tenant's backlog (dead);
                  gate: dead p95 <= max(baseline p95 x 1.2, baseline p95 + 50 ms), every healthy
                  message exactly once, the breaker opened
 
+  webhook_burst  a burst on one busy channel drained while other tenants send
+  throughput     drain a burst to /hook/fast over several channels: deliveries/s, node CPU
+  latency        pick-up latency (COMMIT -> request) at a steady low rate
   report         print a kept result's tables again and rewrite its .html report beside it
 
 options:
@@ -60,7 +67,10 @@ knobs (environment):
   LOAD_PROFILE=full|smoke (full), LOAD_DEAD_CONVERSATIONS (50; smoke 10), LOAD_DEAD_RATE (1),
   LOAD_DEAD_DURATION_S (90; smoke 30), LOAD_DEAD_BACKLOG (10000; smoke 1000),
   LOAD_DEAD_BACKLOG_CONCURRENCY (10), LOAD_DEAD_TIER=default|bulk (default),
-  LOAD_DRAIN_TIMEOUT_S (30)
+  LOAD_DRAIN_TIMEOUT_S (30); LOAD_BURST_SIZE (10000; smoke 2000), LOAD_BURST_CONCURRENCY (10),
+  LOAD_BURST_TENANTS (10), LOAD_BURST_RATE (5), LOAD_BURST_DURATION_S (30; smoke 15);
+  LOAD_THROUGHPUT_JOBS (100000; smoke 20000), LOAD_THROUGHPUT_CHANNELS (20);
+  LOAD_LATENCY_RATE (50), LOAD_LATENCY_DURATION_S (20; smoke 10)
 )";
 
 int Usage(const std::string& message) {
@@ -118,26 +128,44 @@ int main(int argc, char** argv) {
     if (i + 1 >= args.size()) return Usage(std::string(a) + " needs a value");
     *target = std::string(args[++i]);
   }
-  if (scenario.empty()) return Usage("missing scenario (dead_channel)");
-  if (scenario != "dead_channel")
-    return Usage("unknown scenario '" + scenario + "' (dead_channel)");
+  const std::string kScenarios = "dead_channel, webhook_burst, throughput, latency";
+  if (scenario.empty()) return Usage("missing scenario (" + kScenarios + ")");
+  if (scenario != "dead_channel" && scenario != "webhook_burst" && scenario != "throughput" &&
+      scenario != "latency") {
+    return Usage("unknown scenario '" + scenario + "' (" + kScenarios + ")");
+  }
   if (context.database.empty()) return Usage("--database is required");
   if (context.mock_url.empty()) return Usage("--mock is required");
   while (context.mock_url.ends_with('/')) context.mock_url.pop_back();
 
+  bulkhead::load::KnobLookup lookup = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  // Each scenario reads its own knobs; a bad one is a usage error before anything starts.
   std::string error;
-  auto knobs = bulkhead::load::DeadChannelKnobsFrom(
-      [](const std::string& name) -> std::optional<std::string> {
-        const char* v = std::getenv(name.c_str());
-        return v ? std::optional<std::string>(v) : std::nullopt;
-      },
-      error);
-  if (!knobs) return Usage(error);
+  std::function<int()> run;
+  if (scenario == "dead_channel") {
+    if (auto k = bulkhead::load::DeadChannelKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunDeadChannel(context, k); };
+    }
+  } else if (scenario == "throughput") {
+    if (auto k = bulkhead::load::ThroughputKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunThroughput(context, k); };
+    }
+  } else if (scenario == "latency") {
+    if (auto k = bulkhead::load::LatencyKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunLatency(context, k); };
+    }
+  } else if (auto k = bulkhead::load::BurstKnobsFrom(lookup, error)) {
+    run = [&context, k = *k] { return bulkhead::load::RunWebhookBurst(context, k); };
+  }
+  if (!run) return Usage(error);
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
   signal(SIGPIPE, SIG_IGN);
   try {
-    return bulkhead::load::RunDeadChannel(context, *knobs);
+    return run();
   } catch (const std::exception& e) {
     std::cerr << "bulkhead-load: " << scenario << ": " << e.what() << "\n";
     return bulkhead::kExitFailure;

@@ -20,6 +20,8 @@ std::string Fixed(double v, int decimals) {
 }
 
 // 12345 → "12,345", as the seed writes counts.
+}  // namespace
+
 std::string Thousands(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
   std::string out = v < 0 ? "-" : "";
@@ -30,17 +32,19 @@ std::string Thousands(int64_t v) {
   return out;
 }
 
-std::string Ms(const json& v) {
-  if (v.is_null()) return "–";
-  double ms = v.get<double>();
+std::string FormatFixed(double v, int decimals) { return Fixed(v, decimals); }
+
+std::string FormatMs(double ms) {
   return (ms >= 1000 ? Thousands(std::llround(ms)) : Fixed(ms, ms < 100 ? 1 : 0)) + " ms";
 }
+
+namespace {
+
+std::string Ms(const json& v) { return v.is_null() ? "–" : FormatMs(v.get<double>()); }
 
 std::string Seconds(const json& v) {
   return v.is_null() ? "never" : Fixed(v.get<double>(), 2) + " s";
 }
-
-using Table = std::vector<std::vector<std::string>>;  // the first row is the header
 
 std::string Markdown(const Table& table) {
   std::string out;
@@ -392,6 +396,23 @@ std::string HtmlReport(const json& r) {
   out += BreakerChart(r);
   out += "<h2>Timeline of the dead phase</h2>\n" + Html(TimelineTable(r));
   out += "<h2>Knobs</h2>\n<pre>" + Escape(r["knobs"].dump(2)) + "</pre>\n</body></html>\n";
+  return out;
+}
+
+std::string MarkdownTable(const Table& table) { return Markdown(table); }
+
+std::string HtmlPage(const std::string& title, const std::string& verdict, bool pass,
+                     const std::vector<Table>& tables, const nlohmann::json& knobs) {
+  std::string out =
+      "<!doctype html>\n<html><head><meta charset='utf-8'><title>" + Escape(title) +
+      "</title>\n<style>body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}"
+      "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}"
+      "th{background:#f4f4f4}.num{text-align:right}.pass{color:#2ca02c}.fail{color:#d62728}"
+      "</style></head><body>\n<h1>" +
+      Escape(title) + "</h1>\n<h2 class='" + (pass ? "pass" : "fail") + "'>" + Escape(verdict) +
+      "</h2>\n";
+  for (const Table& t : tables) out += Html(t);
+  out += "<h2>Knobs</h2>\n<pre>" + Escape(knobs.dump(2)) + "</pre>\n</body></html>\n";
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace bulkhead::load {
 
@@ -15,5 +16,17 @@ std::string TextReport(const nlohmann::json& result);
 // The same tables, plus two charts: the healthy tenant's latency per second in both phases
 // with the gate's limit, and the dead channel's breaker state and job counts over time.
 std::string HtmlReport(const nlohmann::json& result);
+
+// For the smaller scenarios (throughput, latency, webhook_burst): a table (first row the
+// header) as Markdown, and a self-contained HTML page of a title, a verdict and tables.
+using Table = std::vector<std::vector<std::string>>;
+std::string MarkdownTable(const Table& table);
+std::string HtmlPage(const std::string& title, const std::string& verdict, bool pass,
+                     const std::vector<Table>& tables, const nlohmann::json& knobs);
+
+// 12345 → "12,345"; a latency in ms as "3.2 ms" or "1,234 ms"; v with `decimals` decimals.
+std::string Thousands(int64_t v);
+std::string FormatMs(double ms);
+std::string FormatFixed(double v, int decimals);
 
 }  // namespace bulkhead::load

@@ -1,0 +1,117 @@
+#include "scenario_stack.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "app_sender.h"
+
+namespace bulkhead::load {
+
+namespace fs = std::filesystem;
+
+std::string UtcNow(const char* format) {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[64];
+  std::strftime(buffer, sizeof buffer, format, &tm);
+  return buffer;
+}
+
+std::string RunName(const std::string& scenario) {
+  return scenario + "-" + UtcNow("%Y%m%dT%H%M%SZ") + "-" + std::to_string(NowUs() % 1000000);
+}
+
+NodeInfo WaitForNode(pqxx::connection& conn, const std::string& node,
+                     const std::vector<std::string>& needed) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    pqxx::work tx(conn);
+    auto rows = tx.exec_params(
+        "SELECT coalesce(pid, 0), array_to_string(tiers, ',') FROM bulkhead.nodes "
+        "WHERE name = $1",
+        node);
+    tx.commit();
+    if (!rows.empty()) {
+      NodeInfo info;
+      info.pid = rows[0][0].as<pid_t>();
+      std::string list = rows[0][1].as<std::string>();
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        info.tiers.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+      for (const std::string& tier : needed) {
+        if (std::find(info.tiers.begin(), info.tiers.end(), tier) == info.tiers.end()) {
+          throw std::runtime_error("node " + node + " does not serve tier '" + tier +
+                                   "' (it serves its tiers_dir's *.json)");
+        }
+      }
+      return info;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("node " + node + " did not register within 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Channel CreateTenantAndChannel(pqxx::connection& conn, const std::string& name,
+                               const std::string& tier, const std::string& url, bool paused) {
+  pqxx::work tx(conn);
+  int64_t tenant =
+      tx.exec_params1("INSERT INTO bulkhead.tenants (name, tier) VALUES ($1, $2) RETURNING id",
+                      name, tier)[0]
+          .as<int64_t>();
+  auto row = tx.exec_params1(
+      "INSERT INTO bulkhead.channels (tenant_id, url, paused) VALUES ($1, $2, $3) "
+      "RETURNING id, secret",
+      tenant, url, paused);
+  tx.commit();
+  return {row[0].as<int64_t>(), row[1].as<std::string>()};
+}
+
+bool WaitForArrivals(MockClient& mock, const std::string& route, int64_t expected,
+                     std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (MockClient::RouteCounter(mock.Stats(), route, "unique_ids") >= expected) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+ProcessUsage ReadProcessUsage(pid_t pid) {
+  ProcessUsage usage;
+  if (pid <= 0) return usage;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string field;
+  double ticks = 0;
+  // Fields 14 and 15 are utime and stime; the command name (field 2) has no spaces here.
+  for (int i = 1; i <= 15 && stat >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);
+  }
+  usage.cpu_s = ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmHWM:")) usage.peak_rss_mib = std::stod(line.substr(6)) / 1024.0;
+    if (line.starts_with("VmRSS:")) usage.rss_mib = std::stod(line.substr(6)) / 1024.0;
+  }
+  return usage;
+}
+
+fs::path ResultsPath(const std::string& dir, const std::string& stem) {
+  fs::create_directories(dir);
+  fs::path path = fs::path(dir) / (stem + ".json");
+  for (int n = 2; fs::exists(path); ++n) {
+    path = fs::path(dir) / (stem + "-" + std::to_string(n) + ".json");
+  }
+  return path;
+}
+
+}  // namespace bulkhead::load
