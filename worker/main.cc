@@ -9,6 +9,7 @@
 #include "exit_codes.h"
 #include "migrate_command.h"
 #include "run_command.h"
+#include "tenant_command.h"
 #include "version.h"
 
 namespace {
@@ -24,6 +25,7 @@ commands:
   breakers [--json]                list paused channels and those whose breaker is not closed
   breaker reset CHANNEL            close a channel's breaker and return its parked backlog
   channel pause | resume CHANNEL   hold a channel's deliveries parked, or let them go again
+  tenant set-tier TENANT TIER      move a tenant and its waiting deliveries to another tier
 
 options:
   -h, --help      show this help (also after a command)
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   if (command == "breakers") return bulkhead::RunBreakersCommand(rest);
   if (command == "breaker") return bulkhead::RunBreakerCommand(rest);
   if (command == "channel") return bulkhead::RunChannelCommand(rest);
+  if (command == "tenant") return bulkhead::RunTenantCommand(rest);
   std::cerr << "bulkhead: unknown command '" << command << "' (try: bulkhead --help)\n";
   return bulkhead::kExitUsage;
 }
