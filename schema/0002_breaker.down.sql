@@ -35,6 +35,9 @@ BEGIN
   RETURN r;
 END
 $$;
+DROP INDEX bulkhead.jobs_channel_available;
+CREATE INDEX jobs_channel_waiting ON bulkhead.jobs (channel_id)
+  WHERE state IN ('available', 'parked');
 DROP INDEX bulkhead.jobs_parked;
 DROP INDEX bulkhead.channels_breaker_due;
 ALTER TABLE bulkhead.channels

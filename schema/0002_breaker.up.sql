@@ -1,4 +1,5 @@
--- 0002_breaker: what the circuit breaker, parking and pausing need beyond 0001's columns.
+-- 0002_breaker: what the circuit breaker, parking, pausing and the per-node caps need beyond
+-- 0001's columns.
 --
 -- The breaker's lifecycle (docs/breaker.md draws it; worker/job_store.cc holds the statements):
 --   closed     deliveries flow; nodes count failures and slow calls in memory
@@ -29,6 +30,14 @@ CREATE INDEX channels_breaker_due ON bulkhead.channels (breaker_probe_at)
 -- reconciler (distinct channel_id). Parked rows are in no other index of the claim path.
 CREATE INDEX jobs_parked ON bulkhead.jobs (channel_id, scheduled_at, id)
   WHERE state = 'parked';
+
+-- A channel's claimable jobs in claim order. It replaces 0001's jobs_channel_waiting (which held
+-- available and parked rows, unordered): parking, demoting and a set-tier move find a channel's
+-- available rows here and its parked rows in jobs_parked, and a node refills a channel that is
+-- below its cap with the channel's next jobs without scanning the queue.
+DROP INDEX bulkhead.jobs_channel_waiting;
+CREATE INDEX jobs_channel_available ON bulkhead.jobs (channel_id, priority, scheduled_at, id)
+  WHERE state = 'available';
 
 -- route(): as in 0001, and a paused channel's deliveries are inserted parked too.
 CREATE OR REPLACE FUNCTION bulkhead.route(channel_id bigint, context text) RETURNS bulkhead.route

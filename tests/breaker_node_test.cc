@@ -58,7 +58,10 @@ class BreakerNodeTest : public DatabaseTest {
   }
 
   static nlohmann::json Tier(nlohmann::json extra) {
+    // No caps: these tests count what one channel sends with every worker free to it.
     nlohmann::json tier = {{"workers", 10},
+                           {"channel_share", 1},
+                           {"tenant_share", 1},
                            {"failure_threshold", 5},
                            {"slow_call_ms", 10000},
                            {"cooldown_ms", 60000},

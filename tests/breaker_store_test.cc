@@ -155,6 +155,20 @@ TEST_F(BreakerStoreTest, AClaimParksAJobThatSlippedInAsAvailableBehindAnOpenBrea
   EXPECT_EQ(Count(channel_, "parked", " AND priority = 3 AND attempt = 0"), 3);
 }
 
+TEST_F(BreakerStoreTest, JobsThatSlippedInBehindAnOpenBreakerAreParkedWithoutAClaim) {
+  Enqueue(channel_, 4);
+  Enqueue(other_, 2);
+  Exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
+      "interval '30 s' WHERE id = " +
+      std::to_string(channel_));
+  JobStore store(db());
+  EXPECT_EQ(store.ParkBehindOpenBreakers(), (std::pair<int64_t, int64_t>{4, 1}));
+  EXPECT_EQ(Count(channel_, "parked", " AND priority = 3 AND attempt = 0"), 4);
+  EXPECT_EQ(Count(other_, "available"), 2);
+  EXPECT_EQ(store.ParkBehindOpenBreakers(), (std::pair<int64_t, int64_t>{0, 0}));
+}
+
 TEST_F(BreakerStoreTest, AFailedAttemptOfAnOpenChannelIsParkedWithoutMoreAttempts) {
   Enqueue(channel_, 2);
   JobStore store(db());

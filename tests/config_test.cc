@@ -105,6 +105,7 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(tier.name, "default");
   EXPECT_EQ(tier.workers, 20);
   EXPECT_EQ(tier.channel_share, 0.5);
+  EXPECT_EQ(tier.tenant_share, 0.5);
   EXPECT_EQ(tier.failure_threshold, 5);
   EXPECT_EQ(tier.slow_call_ms, 2000);
   EXPECT_EQ(tier.cooldown_ms, 30000);
@@ -155,6 +156,7 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
   const Config config = Loaded(Load("{}", R"({
     "workers": 10000,
     "channel_share": 1,
+    "tenant_share": 0.25,
     "failure_threshold": 1000,
     "slow_call_ms": 3600000,
     "cooldown_ms": 1000,
@@ -168,6 +170,7 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
   const TierOptions& tier = config.tiers[0];
   EXPECT_EQ(tier.workers, 10000);
   EXPECT_EQ(tier.channel_share, 1.0);
+  EXPECT_EQ(tier.tenant_share, 0.25);
   EXPECT_EQ(tier.failure_threshold, 1000);
   EXPECT_EQ(tier.slow_call_ms, 3600000);
   EXPECT_EQ(tier.cooldown_ms, 1000);
@@ -193,6 +196,7 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
   for (const TierOptions& tier : tiers) {
     SCOPED_TRACE(tier.name);
     EXPECT_EQ(tier.channel_share, 0.5);
+    EXPECT_EQ(tier.tenant_share, 0.5);
     EXPECT_EQ(tier.failure_threshold, 5);
     EXPECT_EQ(tier.slow_call_ms, 2000);
     EXPECT_EQ(tier.cooldown_ms, 30000);
@@ -206,10 +210,10 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
     std::set<std::string> keys;
     const nlohmann::json file = nlohmann::json::parse(in);
     for (const auto& [key, value] : file.items()) keys.insert(key);
-    EXPECT_EQ(keys, (std::set<std::string>{"workers", "channel_share", "failure_threshold",
-                                           "slow_call_ms", "cooldown_ms", "cooldown_max_ms",
-                                           "connect_timeout_ms", "request_timeout_ms",
-                                           "retry_delays_ms", "retry_jitter"}));
+    EXPECT_EQ(keys, (std::set<std::string>{
+                        "workers", "channel_share", "tenant_share", "failure_threshold",
+                        "slow_call_ms", "cooldown_ms", "cooldown_max_ms", "connect_timeout_ms",
+                        "request_timeout_ms", "retry_delays_ms", "retry_jitter"}));
   }
 }
 
@@ -561,6 +565,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "must be a number above 0 and at most 1, not 0.0"},
         BadValue{R"({"channel_share": 1.01})", "channel_share",
                  "must be a number above 0 and at most 1, not 1.01"},
+        BadValue{R"({"tenant_share": 0})", "tenant_share",
+                 "must be a number above 0 and at most 1, not 0.0"},
         BadValue{R"({"failure_threshold": 0})", "failure_threshold",
                  "must be an integer from 1 to 1000, not 0"},
         BadValue{R"({"failure_threshold": 1001})", "failure_threshold",

@@ -90,11 +90,12 @@ class NodeTest : public DatabaseTest {
   }
 
   static nlohmann::json Tier(int workers, nlohmann::json extra = nlohmann::json::object()) {
-    // The breaker stays out of these tests (breaker_node_test has its own).
+    // The breaker and the caps stay out of these tests (breaker_node_test and caps_node_test
+    // have their own).
     nlohmann::json tier = {
-        {"workers", workers},         {"failure_threshold", 1000},   {"slow_call_ms", 3600000},
-        {"connect_timeout_ms", 2000}, {"request_timeout_ms", 10000}, {"retry_delays_ms", {50}},
-        {"retry_jitter", 0}};
+        {"workers", workers},          {"channel_share", 1},      {"tenant_share", 1},
+        {"failure_threshold", 1000},   {"slow_call_ms", 3600000}, {"connect_timeout_ms", 2000},
+        {"request_timeout_ms", 10000}, {"retry_delays_ms", {50}}, {"retry_jitter", 0}};
     tier.update(extra);
     return tier;
   }
@@ -434,6 +435,9 @@ TEST_F(NodeTest, AfterItsListenConnectionDropsTheNodeCatchesUpByClaiming) {
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"))
       << node.Log();
+  // Give the node's first claim (at start) time to find the queue empty: otherwise it may
+  // run after the enqueue below and deliver the job without any catch-up.
+  std::this_thread::sleep_for(milliseconds(500));
   // Cut the LISTEN connection and enqueue at once: the NOTIFY goes to nobody. Only the
   // catch-up claim after the reconnect can deliver the job before the one-minute poll.
   ASSERT_TRUE(QueryValue<bool>(db(),

@@ -14,7 +14,7 @@ BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
 }  // namespace
 
 BreakerKeeper::BreakerKeeper(Options options)
-    : options_(std::move(options)), store_(options_.database) {
+    : options_(std::move(options)), tiers_(options_.tiers), store_(options_.database) {
   for (const auto& tier : options_.tiers) {
     boards_.emplace(tier.name, std::make_unique<BreakerBoard>(BoardSettings(tier)));
   }
@@ -32,11 +32,22 @@ BreakerKeeper::~BreakerKeeper() {
 
 BreakerBoard& BreakerKeeper::board(const std::string& tier) { return *boards_.at(tier); }
 
-const TierOptions& BreakerKeeper::Tier(const std::string& name) const {
-  for (const auto& tier : options_.tiers) {
+TierOptions BreakerKeeper::Tier(const std::string& name) {
+  std::lock_guard lock(mu_);
+  for (const auto& tier : tiers_) {
     if (tier.name == name) return tier;
   }
   throw std::out_of_range("not a served tier: " + name);
+}
+
+void BreakerKeeper::Reconfigure(const TierOptions& tier) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto& t : tiers_) {
+      if (t.name == tier.name) t = tier;
+    }
+  }
+  board(tier.name).SetSettings(BoardSettings(tier));
 }
 
 void BreakerKeeper::RequestOpen(const std::string& tier, BreakerBoard::Trip trip) {
@@ -104,7 +115,7 @@ void BreakerKeeper::Run() {
 }
 
 bool BreakerKeeper::Execute(const Request& request) {
-  const TierOptions& tier = Tier(request.tier);
+  const TierOptions tier = Tier(request.tier);
   try {
     JobStore& store = store_.Get();
     if (request.kind == Request::kOpen) {
@@ -161,7 +172,12 @@ bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
   }
   try {
     if (now >= next_expire_) {
-      for (const auto& tier : options_.tiers) {
+      std::vector<TierOptions> tiers;
+      {
+        std::lock_guard lock(mu_);
+        tiers = tiers_;
+      }
+      for (const auto& tier : tiers) {
         int expired = store_.Get().ExpireProbes(tier.name, tier.cooldown_ms, tier.cooldown_max_ms);
         if (expired > 0) {
           Log(LogLevel::kWarn, "breaker_probes_expired",
@@ -169,6 +185,13 @@ bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
                {"breakers", expired},
                {"detail", "probes got no answer in time; their breakers are open again"}});
         }
+      }
+      auto [parked, channels] = store_.Get().ParkBehindOpenBreakers();
+      if (parked > 0) {
+        Log(LogLevel::kInfo, "parked_behind_open",
+            {{"jobs", parked},
+             {"channels", channels},
+             {"detail", "parked jobs enqueued while their breaker was opening"}});
       }
       next_expire_ = now + options_.expire_every;
     }

@@ -7,7 +7,8 @@
 // - every 250 ms: each board's slow-call check, so a hanging endpoint trips without waiting
 //   for any attempt to end;
 // - every second: re-opening of this node's tiers' half-open breakers whose probe ran out of
-//   time (the prober died, or its answer was lost), so none stays half-open for ever;
+//   time (the prober died, or its answer was lost), so none stays half-open for ever; and
+//   parking of jobs that an enqueue slipped in as available while a breaker opened;
 // - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker) and a
 //   resync of the boards from the database, in case a NOTIFY was missed.
 // Probes themselves are claimed by the queue runners, which own the worker slots.
@@ -19,8 +20,8 @@
 //
 // Threads: the keeper's thread owns the connection. Every public method may be called from
 // any thread: RequestOpen and ProbeAnswered from the HTTP sender's I/O thread (they only
-// queue), Learn from the NOTIFY listener's. board() hands out a reference that lives as long
-// as the keeper.
+// queue), Learn from the NOTIFY listener's, Reconfigure from the node's main thread. board() hands
+// out a reference that lives as long as the keeper.
 #pragma once
 
 #include <chrono>
@@ -64,6 +65,9 @@ class BreakerKeeper {
   // The board of a served tier.
   BreakerBoard& board(const std::string& tier);
 
+  // New settings for a served tier (a reload): its board's and its transitions' from now on.
+  void Reconfigure(const TierOptions& tier);
+
   // Open `trip.channel`'s breaker (a board of `tier` tripped).
   void RequestOpen(const std::string& tier, BreakerBoard::Trip trip);
 
@@ -94,7 +98,7 @@ class BreakerKeeper {
   bool Execute(const Request& request);
   // The timers' work; false if the database failed.
   bool Maintain(std::chrono::steady_clock::time_point now);
-  const TierOptions& Tier(const std::string& name) const;
+  TierOptions Tier(const std::string& name);  // a copy of the current settings
 
   // Constant after construction.
   const Options options_;
@@ -103,6 +107,7 @@ class BreakerKeeper {
   std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
+  std::vector<TierOptions> tiers_;  // current settings (Reconfigure)
   std::deque<Request> queue_;
   std::set<int64_t> open_requested_;  // channels with a kOpen in queue_
   bool stop_ = false;

@@ -45,10 +45,11 @@ constexpr size_t kMaxNodeNameChars = 200;  // bulkhead.nodes.name's CHECK
 
 constexpr std::string_view kTierNameRule = "^[a-z][a-z0-9_]{0,62}$";
 
-constexpr std::array<std::string_view, 10> kTierKeys = {
-    "workers",         "channel_share",   "failure_threshold",  "slow_call_ms",
-    "cooldown_ms",     "cooldown_max_ms", "connect_timeout_ms", "request_timeout_ms",
-    "retry_delays_ms", "retry_jitter",
+constexpr std::array<std::string_view, 11> kTierKeys = {
+    "workers",           "channel_share",      "tenant_share",
+    "failure_threshold", "slow_call_ms",       "cooldown_ms",
+    "cooldown_max_ms",   "connect_timeout_ms", "request_timeout_ms",
+    "retry_delays_ms",   "retry_jitter",
 };
 constexpr std::array<std::string_view, 10> kNodeKeys = {
     "database",
@@ -396,6 +397,7 @@ std::variant<TierOptions, ConfigError> ReadTier(const std::filesystem::path& pat
   read.OnlyKeys(kTierKeys, kNodeKeys, "the node's config file");
   read.Int(kWorkers, &tier.workers);
   read.Number("channel_share", kShareExpectation, &tier.channel_share);
+  read.Number("tenant_share", kShareExpectation, &tier.tenant_share);
   read.Int(kFailureThreshold, &tier.failure_threshold);
   read.Int(kSlowCall, &tier.slow_call_ms);
   read.Int(kCooldown, &tier.cooldown_ms);
@@ -433,6 +435,9 @@ std::optional<ConfigError> TierOptions::Validate() const {
   check.Int(kWorkers, workers);
   if (!(channel_share > 0.0 && channel_share <= 1.0)) {
     check.Fail(Refusal("channel_share", kShareExpectation, Shown(channel_share)));
+  }
+  if (!(tenant_share > 0.0 && tenant_share <= 1.0)) {
+    check.Fail(Refusal("tenant_share", kShareExpectation, Shown(tenant_share)));
   }
   check.Int(kFailureThreshold, failure_threshold);
   check.Int(kSlowCall, slow_call_ms);

@@ -8,9 +8,9 @@
 // range, a tier file that is not named like a tier — refuses the whole configuration, with the
 // file, the key and the reason: a node never starts on a half-understood config.
 //
-// Validated now, used by later work: `channel_share` (the per-node channel cap),
-// `metrics_listen` (the Prometheus endpoint) and `allowed_networks` (the SSRF guard). Until
-// those land, the keys are checked and carried but change nothing.
+// Validated now, used by later work: `metrics_listen` (the Prometheus endpoint) and
+// `allowed_networks` (the SSRF guard). Until those land, the keys are checked and carried but
+// change nothing.
 //
 // Reads files and, for the default node name, the host name and pid; keeps no state. Safe to
 // call from any thread. Expected failures (a missing file, bad JSON, a bad value) are returned
@@ -49,9 +49,13 @@ struct TierOptions {
   // Deliveries in flight at once for this tier, per node. 1..10000.
   int workers = 20;
 
-  // Share of `workers` one channel may hold on a node. (0, 1]. Not yet used: the per-node
-  // channel cap.
+  // Share of `workers` one channel may hold on a node. (0, 1]; 1 is no cap. The cap is
+  // floor(share × workers), at least 1 and at most workers − 1 (CapLedger).
   double channel_share = 0.5;
+
+  // Share of `workers` all channels of one tenant together may hold on a node. (0, 1]; 1 is no
+  // cap. Rounded like channel_share.
+  double tenant_share = 0.5;
 
   // Failures in a row, on this node, that open a channel's breaker: timeouts, connection
   // errors, 5xx and 429 answers; attempts in flight longer than slow_call_ms count too.

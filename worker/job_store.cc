@@ -7,40 +7,110 @@ namespace {
 
 // claim: the heart of the queue.
 //
-// - One statement, one round trip: the CTE picks and locks, the UPDATE marks them executing
-//   with attempt + 1, the node and the time, and RETURNING hands back what the request needs.
+// - One statement, one round trip: it picks and locks, marks the jobs executing with attempt + 1,
+//   the node and the time, and RETURNING hands back what the request needs.
 // - LIMIT is the runner's free slots, never more: a node holds no job it cannot start now, so
 //   other nodes see the rest, and nothing waits in memory.
 // - FOR UPDATE SKIP LOCKED: nodes claiming the same queue at once take disjoint rows instead of
 //   queueing behind each other's locks.
-// - One index range scan per priority (the LATERAL over 1, 2, 3) rather than one scan ordered
-//   by (priority, scheduled_at, id): with `scheduled_at <= now()` as a range bound inside each
-//   priority, the scan stops at the first job not yet due, so retries waiting for hours never
-//   lengthen a claim. A single scan over the whole index would have to step over every future
-//   job of priority 1 before it reached a due job of priority 2. The priorities run in array
-//   order through a nested loop (LATERAL forces one) and the outer LIMIT stops it, so priority
-//   2 is read only when priority 1 has fewer due jobs than the limit.
+// - The caps (design §1 invariants 5 and 6). The runner passes what it has in flight per
+//   channel ($4, $5) and per tenant ($6, $7) and the caps ($8, $9). Channels and tenants at
+//   their cap are left out of every scan, so their jobs take no slot and cost nothing but the
+//   index entries stepped over; the rest are ranked per channel and per tenant so that one
+//   claim never takes a channel or tenant past its cap. Rows picked beyond a cap stay
+//   available (their locks end with the statement).
+// - One scan per priority, in priority order, each stopping at the first job not yet due
+//   (`scheduled_at <= now()` bounds the index range), so retries waiting for hours never
+//   lengthen a claim. Priority 2 and 3 are read only when the fresh jobs did not fill the
+//   limit. Fresh jobs (1) are scanned to the limit directly: channels at their cap have their
+//   backlog demoted to 2, so little of theirs is there to step over. Demoted and unparked jobs
+//   are read through a window of the first limit + 1000 rows: a channel at its cap with a
+//   100,000-job demoted backlog costs each claim at most that window, not its backlog.
+// - Refill ($10): channels this node demoted and still runs get their next jobs through
+//   jobs_channel_available, so a busy channel below its cap is refilled even when its jobs lie
+//   beyond the window behind another capped channel's backlog.
 // - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
 //   in the way however many there are.
 // - The breaker is checked here, in the same statement, against the committed channel row:
 //   a job picked for a channel whose breaker is not closed, or that is paused, is parked
 //   instead of claimed (no attempt spent). That catches the one race parking in one statement
 //   leaves open: an enqueue that read the breaker closed and committed just after the park.
-// - RETURNING comes in the UPDATE's own row order; the final ORDER BY sends the batch's
-//   requests in claim order too. Parked rows come back too, so the runner knows it took
-//   `limit` rows and that the queue may hold more.
+// - Rows come back in claim order; parked ones too, so the runner knows how many it took.
 constexpr const char* kClaimSql = R"sql(
-WITH picked AS (
-  SELECT due.id
-    FROM unnest('{1,2,3}'::smallint[]) AS p(priority)
+WITH flying AS (
+  SELECT u.channel_id, u.n FROM unnest($4::bigint[], $5::int[]) AS u(channel_id, n)
+), tenant_flying AS (
+  SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
+), fresh AS (
+  SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+    FROM bulkhead.jobs j
+   WHERE j.queue = $1 AND j.state = 'available' AND j.priority = 1 AND j.scheduled_at <= now()
+     AND j.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+     AND j.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
+   ORDER BY j.scheduled_at, j.id
+   LIMIT $2
+     FOR UPDATE SKIP LOCKED
+), window2 AS MATERIALIZED (
+  SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+   WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 2 AND k.scheduled_at <= now()
+     AND (SELECT count(*) FROM fresh) < $2
+   ORDER BY k.scheduled_at, k.id
+   LIMIT $2 + 1000
+), demoted AS (
+  SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+    FROM (SELECT w.id FROM window2 w
+           WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+             AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))) AS w
+    JOIN bulkhead.jobs j ON j.id = w.id
+   WHERE j.state = 'available'
+   ORDER BY j.scheduled_at, j.id
+   LIMIT $2
+     FOR UPDATE OF j SKIP LOCKED
+), window3 AS MATERIALIZED (
+  SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+   WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 3 AND k.scheduled_at <= now()
+     AND (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2
+   ORDER BY k.scheduled_at, k.id
+   LIMIT $2 + 1000
+), unparked AS (
+  SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+    FROM (SELECT w.id FROM window3 w
+           WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+             AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))) AS w
+    JOIN bulkhead.jobs j ON j.id = w.id
+   WHERE j.state = 'available'
+   ORDER BY j.scheduled_at, j.id
+   LIMIT $2
+     FOR UPDATE OF j SKIP LOCKED
+), refill AS (
+  SELECT next.*
+    FROM unnest($10::bigint[]) AS c(channel_id)
+    LEFT JOIN flying f USING (channel_id)
    CROSS JOIN LATERAL (
-         SELECT j.id
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
            FROM bulkhead.jobs j
-          WHERE j.queue = $1 AND j.state = 'available'
-            AND j.priority = p.priority AND j.scheduled_at <= now()
-          ORDER BY j.scheduled_at, j.id
-          LIMIT $2
-            FOR UPDATE SKIP LOCKED) AS due
+          WHERE j.channel_id = c.channel_id AND j.state = 'available' AND j.queue = $1
+            AND j.scheduled_at <= now()
+          ORDER BY j.priority, j.scheduled_at, j.id
+          LIMIT greatest(least($8 - coalesce(f.n, 0), $2), 0)
+            FOR UPDATE SKIP LOCKED) AS next
+), candidates AS (
+  SELECT DISTINCT ON (id) *
+    FROM (SELECT * FROM fresh UNION ALL SELECT * FROM demoted UNION ALL SELECT * FROM unparked
+          UNION ALL SELECT * FROM refill) AS u
+), ranked AS (
+  SELECT c.*,
+         row_number() OVER (PARTITION BY c.channel_id ORDER BY c.priority, c.scheduled_at, c.id)
+           + coalesce(f.n, 0) AS channel_n,
+         row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.priority, c.scheduled_at, c.id)
+           + coalesce(t.n, 0) AS tenant_n
+    FROM candidates c
+    LEFT JOIN flying f ON f.channel_id = c.channel_id
+    LEFT JOIN tenant_flying t ON t.tenant_id = c.tenant_id
+), picked AS (
+  SELECT id FROM ranked
+   WHERE channel_n <= $8 AND tenant_n <= $9
+   ORDER BY priority, scheduled_at, id
    LIMIT $2
 ), claimed AS (
   UPDATE bulkhead.jobs AS j
@@ -61,6 +131,24 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
  ORDER BY priority, scheduled_at, id
 )sql";
 
+// demote_channel: a channel reached its cap on a node: its fresh waiting jobs move behind
+// every other channel's fresh ones (priority 1 → 2), in one statement over
+// jobs_channel_available. Jobs due later are demoted too: they join the same backlog.
+constexpr const char* kDemoteChannelSql = R"sql(
+UPDATE bulkhead.jobs
+   SET priority = 2
+ WHERE channel_id = $1 AND state = 'available' AND priority = 1
+)sql";
+
+// demote_tenant: the same for every channel of a tenant that reached its cap, through the
+// tenant's channels (channels_tenant) and each channel's available jobs.
+constexpr const char* kDemoteTenantSql = R"sql(
+UPDATE bulkhead.jobs
+   SET priority = 2
+ WHERE channel_id IN (SELECT id FROM bulkhead.channels WHERE tenant_id = $1)
+   AND state = 'available' AND priority = 1
+)sql";
+
 // record: one statement for a whole batch of results.
 //
 // The WHERE is the fence: a node finishes a job only while it is still `executing`, claimed by
@@ -72,8 +160,10 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
 // the node's jittered delay, so clocks of different nodes never disagree about it. A failed
 // attempt whose channel's breaker is no longer closed (or that was paused meanwhile) waits
 // parked rather than available: attempts in flight when a breaker opens end as usual, and
-// their jobs join the parked backlog without spending more of their budget. The attempt log
-// keeps the newest 20 entries (jsonb - 0 drops the oldest).
+// their jobs join the parked backlog without spending more of their budget. A retry goes to
+// the queue of the tenant's tier now: a tenant moved by set-tier while this attempt ran
+// retries in its new tier. The attempt log keeps the newest 20 entries (jsonb - 0 drops the
+// oldest).
 constexpr const char* kRecordSql = R"sql(
 UPDATE bulkhead.jobs AS j
    SET state = CASE WHEN r.delivered THEN 'completed'
@@ -83,6 +173,8 @@ UPDATE bulkhead.jobs AS j
        priority = CASE WHEN NOT r.delivered AND j.attempt < j.max_attempts
                             AND (ch.breaker_state <> 'closed' OR ch.paused) THEN 3
                        ELSE j.priority END,
+       queue = CASE WHEN NOT r.delivered AND j.attempt < j.max_attempts THEN t.tier
+                    ELSE j.queue END,
        finished_at = CASE WHEN r.delivered OR j.attempt >= j.max_attempts THEN now() END,
        scheduled_at = CASE WHEN NOT r.delivered AND j.attempt < j.max_attempts
                            THEN now() + r.retry_delay_ms * interval '1 millisecond'
@@ -97,9 +189,9 @@ UPDATE bulkhead.jobs AS j
   FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint, delivered boolean,
                                           status integer, error text, duration_ms float8,
                                           retry_delay_ms bigint),
-       bulkhead.channels AS ch
+       bulkhead.channels AS ch, bulkhead.tenants AS t
  WHERE j.id = r.id AND j.state = 'executing' AND j.attempted_by = $2 AND j.attempt = r.attempt
-   AND ch.id = j.channel_id
+   AND ch.id = j.channel_id AND t.id = j.tenant_id
 )sql";
 
 // hand_back: claimed but not attempted (or abandoned at shutdown): back to available, the
@@ -322,6 +414,23 @@ SELECT (SELECT count(*) FROM unparked),
           FROM (SELECT DISTINCT queue FROM unparked) AS woken)
 )sql";
 
+// park_behind_open: parks the available jobs of every channel whose breaker is not closed.
+// They get there when an enqueue read the breaker closed and committed after the statement
+// that opened it — about a thousand jobs when a 10-client backlog is being created as the
+// breaker opens. The claim would park them too, but only once a slot is free, and a hanging
+// endpoint holds its slots for the whole request timeout; this runs every second. It reads
+// only the broken channels (channels_breaker_due) and their available jobs.
+constexpr const char* kParkBehindOpenSql = R"sql(
+WITH parked AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3
+    FROM bulkhead.channels ch
+   WHERE ch.breaker_state <> 'closed' AND j.channel_id = ch.id AND j.state = 'available'
+  RETURNING j.channel_id
+)
+SELECT count(*), count(DISTINCT channel_id) FROM parked
+)sql";
+
 // not_closed_breakers: the node's view of the fleet's breakers, refreshed every few seconds
 // in case a NOTIFY was missed. Reads only channels_breaker_due's rows.
 constexpr const char* kNotClosedBreakersSql = R"sql(
@@ -374,6 +483,33 @@ SELECT before.breaker_state,
        (SELECT count(pg_notify('bulkhead_jobs', queue))
           FROM (SELECT DISTINCT queue FROM unparked) AS woken)
   FROM before
+)sql";
+
+// set_tenant_tier: moves a tenant (by name, or by id when no tenant has that name) to another
+// tier, and its waiting jobs (available and parked) to that tier's queue, in one statement;
+// jobs in flight finish where they are, and retry in the new queue (see record). A tier that
+// does not exist fails on tenants.tier's foreign key (23503). Wakes the new queue's nodes.
+constexpr const char* kSetTenantTierSql = R"sql(
+WITH tenant AS (
+  SELECT t.id, t.name, t.tier FROM bulkhead.tenants t
+   WHERE t.name = $1
+      OR (t.id::text = $1 AND NOT EXISTS (SELECT 1 FROM bulkhead.tenants WHERE name = $1))
+     FOR NO KEY UPDATE
+), moved AS (
+  UPDATE bulkhead.tenants AS t SET tier = $2 FROM tenant WHERE t.id = tenant.id RETURNING t.id
+), jobs_moved AS (
+  UPDATE bulkhead.jobs AS j
+     SET queue = $2
+    FROM bulkhead.channels ch, moved
+   WHERE ch.tenant_id = moved.id AND j.channel_id = ch.id
+     AND j.state IN ('available', 'parked') AND j.queue <> $2
+  RETURNING j.state
+)
+SELECT tenant.name, tenant.tier,
+       (SELECT count(*) FROM jobs_moved WHERE state = 'available'),
+       (SELECT count(*) FROM jobs_moved WHERE state = 'parked'),
+       (SELECT count(*) FROM moved, pg_notify('bulkhead_jobs', $2))
+  FROM tenant
 )sql";
 
 // pause_channel: holds a channel's deliveries: its waiting backlog is parked in the same
@@ -431,6 +567,17 @@ ClaimedJob ClaimedFromRow(const pqxx::row& row) {
           row[6].as<std::string>(), row[7].as<std::string>()};
 }
 
+// A PostgreSQL array literal of integers: {1,2,3}.
+std::string PgArray(const std::vector<int64_t>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(items[i]);
+  }
+  out += '}';
+  return out;
+}
+
 // The first row of a transition statement: (rows transitioned, jobs moved, …).
 JobStore::Transition TransitionFromRow(const pqxx::row& row) {
   return {row[0].as<int64_t>() > 0, row[1].as<int64_t>()};
@@ -441,6 +588,8 @@ JobStore::Transition TransitionFromRow(const pqxx::row& row) {
 JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("claim", kClaimSql);
   conn_.prepare("record", kRecordSql);
+  conn_.prepare("demote_channel", kDemoteChannelSql);
+  conn_.prepare("demote_tenant", kDemoteTenantSql);
   conn_.prepare("hand_back", kHandBackSql);
   conn_.prepare("register_tiers", kRegisterTiersSql);
   conn_.prepare("register_node", kRegisterNodeSql);
@@ -453,16 +602,30 @@ JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("expire_probes", kExpireProbesSql);
   conn_.prepare("reconcile_parked", kReconcileParkedSql);
   conn_.prepare("not_closed_breakers", kNotClosedBreakersSql);
+  conn_.prepare("park_behind_open", kParkBehindOpenSql);
   conn_.prepare("list_breakers", kListBreakersSql);
   conn_.prepare("reset_breaker", kResetBreakerSql);
   conn_.prepare("pause_channel", kPauseChannelSql);
   conn_.prepare("resume_channel", kResumeChannelSql);
+  conn_.prepare("set_tenant_tier", kSetTenantTierSql);
 }
 
 std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
-                                        const std::string& node, int* parked) {
+                                        const std::string& node, const ClaimLimits& limits,
+                                        int* parked) {
+  std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
+  for (const auto& [id, n] : limits.channels_in_flight) {
+    channels.push_back(id);
+    channel_counts.push_back(n);
+  }
+  for (const auto& [id, n] : limits.tenants_in_flight) {
+    tenants.push_back(id);
+    tenant_counts.push_back(n);
+  }
   pqxx::work tx(conn_, "claim");
-  pqxx::result rows = tx.exec_prepared("claim", queue, limit, node);
+  pqxx::result rows = tx.exec_prepared(
+      "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
+      PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(limits.refill));
   tx.commit();
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
@@ -476,6 +639,25 @@ std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
   }
   if (parked) *parked = parked_here;
   return jobs;
+}
+
+std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
+                                        const std::string& node, int* parked) {
+  return Claim(queue, limit, node, ClaimLimits{}, parked);
+}
+
+int JobStore::DemoteChannel(int64_t channel) {
+  pqxx::work tx(conn_, "demote_channel");
+  int demoted = Written(tx.exec_prepared("demote_channel", channel));
+  tx.commit();
+  return demoted;
+}
+
+int JobStore::DemoteTenant(int64_t tenant) {
+  pqxx::work tx(conn_, "demote_tenant");
+  int demoted = Written(tx.exec_prepared("demote_tenant", tenant));
+  tx.commit();
+  return demoted;
 }
 
 int JobStore::Record(const std::vector<AttemptResult>& results, const std::string& node) {
@@ -583,6 +765,13 @@ std::pair<int64_t, int64_t> JobStore::ReconcileParked() {
   return {row[0].as<int64_t>(), row[1].as<int64_t>()};
 }
 
+std::pair<int64_t, int64_t> JobStore::ParkBehindOpenBreakers() {
+  pqxx::work tx(conn_, "park_behind_open");
+  pqxx::row row = tx.exec_prepared1("park_behind_open");
+  tx.commit();
+  return {row[0].as<int64_t>(), row[1].as<int64_t>()};
+}
+
 std::vector<int64_t> JobStore::NotClosedBreakers() {
   pqxx::work tx(conn_, "not_closed_breakers");
   pqxx::result rows = tx.exec_prepared("not_closed_breakers");
@@ -632,6 +821,16 @@ std::optional<JobStore::ChannelChange> JobStore::PauseChannel(int64_t channel) {
 
 std::optional<JobStore::ChannelChange> JobStore::ResumeChannel(int64_t channel) {
   return RunChannelChange(conn_, "resume_channel", channel, true);
+}
+
+std::optional<JobStore::TierMove> JobStore::SetTenantTier(const std::string& tenant,
+                                                          const std::string& tier) {
+  pqxx::work tx(conn_, "set_tenant_tier");
+  pqxx::result rows = tx.exec_prepared("set_tenant_tier", tenant, tier);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return TierMove{rows[0][0].as<std::string>(), rows[0][1].as<std::string>(),
+                  rows[0][2].as<int64_t>(), rows[0][3].as<int64_t>()};
 }
 
 }  // namespace bulkhead

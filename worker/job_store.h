@@ -42,6 +42,16 @@ struct AttemptResult {
   int64_t retry_delay_ms = 0;  // when not delivered: wait this long before the next attempt
 };
 
+// What a node already runs, for the per-node caps of one claim. The defaults mean no cap.
+struct ClaimLimits {
+  int channel_cap = 1'000'000;  // jobs one channel may have in flight on this node
+  int tenant_cap = 1'000'000;   // jobs one tenant may have in flight on this node
+  std::vector<std::pair<int64_t, int>> channels_in_flight;  // channel id → jobs in flight
+  std::vector<std::pair<int64_t, int>> tenants_in_flight;   // tenant id → jobs in flight
+  // Channels this node demoted that still have jobs in flight here: refilled directly.
+  std::vector<int64_t> refill;
+};
+
 // A claimed job to give back unattempted (shutdown).
 struct OwnedJob {
   int64_t id = 0;
@@ -54,10 +64,20 @@ class JobStore {
   explicit JobStore(pqxx::connection_base& conn);
 
   // Claims up to `limit` due jobs of `queue` for `node`, in (priority, scheduled_at, id)
-  // order, marking them executing with attempt + 1. Picked jobs whose channel's breaker is
-  // not closed, or that is paused, are parked instead; `parked` (if given) gets their count.
+  // order, marking them executing with attempt + 1, and never taking a channel or a tenant
+  // past its cap given what the node already runs (`limits`). Picked jobs whose channel's
+  // breaker is not closed, or that is paused, are parked instead; `parked` (if given) gets
+  // their count.
+  std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
+                                const ClaimLimits& limits, int* parked = nullptr);
+  // The same without caps.
   std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
                                 int* parked = nullptr);
+
+  // Demotes the fresh waiting jobs (priority 1 → 2) of a channel, or of every channel of a
+  // tenant, that reached its cap on a node. Returns the jobs demoted.
+  int DemoteChannel(int64_t channel);
+  int DemoteTenant(int64_t tenant);
 
   // Writes a batch of results for jobs `node` still owns at the given attempt: completes the
   // delivered, reschedules the failed, discards those out of attempts. Stale results (the job
@@ -104,6 +124,8 @@ class JobStore {
   int ExpireProbes(const std::string& queue, int64_t cooldown_ms, int64_t cooldown_max_ms);
   // Unparks the jobs of closed, unpaused channels. Returns {jobs, channels}.
   std::pair<int64_t, int64_t> ReconcileParked();
+  // Parks the available jobs of channels whose breaker is not closed. Returns {jobs, channels}.
+  std::pair<int64_t, int64_t> ParkBehindOpenBreakers();
   // The channels whose breaker is not closed, fleet-wide.
   std::vector<int64_t> NotClosedBreakers();
 
@@ -138,6 +160,18 @@ class JobStore {
   std::optional<ChannelChange> PauseChannel(int64_t channel);
   // Resumes it, unparking if its breaker is closed. nullopt: no such channel.
   std::optional<ChannelChange> ResumeChannel(int64_t channel);
+
+  // What `bulkhead tenant set-tier` moved: the tenant's name, its tier before, and the
+  // waiting jobs moved to the new tier's queue.
+  struct TierMove {
+    std::string tenant;
+    std::string before;
+    int64_t available = 0;
+    int64_t parked = 0;
+  };
+  // Moves the tenant `tenant` (a name, or an id) and its waiting jobs to `tier`. nullopt: no
+  // such tenant. Throws pqxx::foreign_key_violation when the tier does not exist.
+  std::optional<TierMove> SetTenantTier(const std::string& tenant, const std::string& tier);
 
  private:
   pqxx::connection_base& conn_;

@@ -74,6 +74,35 @@ void BlockStopSignals() {
 Node::Node(Config config, std::string database)
     : config_(std::move(config)), database_(std::move(database)) {}
 
+void Node::Reload(const std::map<std::string, std::unique_ptr<QueueRunner>>& runners,
+                  BreakerKeeper& keeper) {
+  std::vector<std::string> names;
+  for (const auto& [name, runner] : runners) names.push_back(name);
+  auto loaded = LoadTiers(config_.node.tiers_dir, names);
+  if (auto* error = std::get_if<ConfigError>(&loaded)) {
+    Log(LogLevel::kError, "reload_refused",
+        {{"file", error->file},
+         {"key", error->key},
+         {"reason", error->reason},
+         {"detail", "SIGHUP: " + error->Message() + "; the settings in force are kept"}});
+    return;
+  }
+  nlohmann::json tiers = nlohmann::json::object();
+  for (const TierOptions& tier : std::get<std::vector<TierOptions>>(loaded)) {
+    runners.at(tier.name)->Reconfigure(tier);
+    keeper.Reconfigure(tier);
+    tiers[tier.name] = {
+        {"workers", tier.workers},           {"channel_share", tier.channel_share},
+        {"tenant_share", tier.tenant_share}, {"failure_threshold", tier.failure_threshold},
+        {"slow_call_ms", tier.slow_call_ms}, {"request_timeout_ms", tier.request_timeout_ms}};
+  }
+  Log(LogLevel::kInfo, "reloaded",
+      {{"tiers", tiers},
+       {"detail",
+        "SIGHUP: tier files read again; in-flight deliveries keep their timeouts. "
+        "The set of tiers served is fixed at start: a new tier file needs a restart"}});
+}
+
 int Node::Run() {
   const NodeOptions& options = config_.node;
   SetLogNode(options.node);
@@ -137,10 +166,7 @@ int Node::Run() {
   while (true) {
     sig = WaitForSignal(std::chrono::milliseconds(1000));
     if (sig == SIGTERM || sig == SIGINT) break;
-    if (sig == SIGHUP) {
-      Log(LogLevel::kWarn, "reload_not_supported",
-          {{"detail", "got SIGHUP; tier reload is not implemented yet, settings unchanged"}});
-    }
+    if (sig == SIGHUP) Reload(runners, keeper);
     if (std::chrono::steady_clock::now() >= next_heartbeat) {
       next_heartbeat = std::chrono::steady_clock::now() + kHeartbeatEvery;
       try {

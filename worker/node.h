@@ -1,5 +1,5 @@
 // Node: one worker node — a queue runner per served tier, one HttpSender, one
-// CompletionWriter, one WakeupListener — from start to a clean stop.
+// CompletionWriter, one BreakerKeeper, one WakeupListener — from start to a clean stop.
 //
 // Run() registers the tiers and the node, starts the parts, heartbeats, and waits for
 // signals, which the caller must have blocked in every thread (run_command.cc does, before
@@ -9,17 +9,25 @@
 //     write every result, remove the node's row, return 0.
 //   SIGTERM / SIGINT, second: exit at once with 1; jobs still executing come back through
 //     lease rescue.
-//   SIGHUP: logged; reloading tiers arrives with the tier work (issue 5).
+//   SIGHUP: reads the served tiers' files again and applies them (workers, shares, breaker
+//     settings, timeouts, retries) without touching in-flight work. A file that does not
+//     load is refused with the file, key and reason, and every setting in force is kept.
+//     The set of tiers served is fixed at start.
 //
 // Ownership: the Node owns every part and destroys the HttpSender first, since its callbacks
 // reach into the runners and the writer. Run() runs on the calling (main) thread.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 
 #include "config.h"
 
 namespace bulkhead {
+
+class BreakerKeeper;
+class QueueRunner;
 
 // Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, and so in every thread it starts
 // afterwards. Call on the main thread before any other thread exists, then construct the Node.
@@ -34,6 +42,10 @@ class Node {
   int Run();
 
  private:
+  // SIGHUP: re-reads the tier files and hands them to the runners and the keeper.
+  void Reload(const std::map<std::string, std::unique_ptr<QueueRunner>>& runners,
+              BreakerKeeper& keeper);
+
   const Config config_;
   const std::string database_;
 };

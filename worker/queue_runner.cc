@@ -1,5 +1,6 @@
 #include "queue_runner.h"
 
+#include <algorithm>
 #include <random>
 
 #include "logger.h"
@@ -33,17 +34,46 @@ const std::string kUserAgent = std::string("Bulkhead/") + kVersion;
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
+// Repeated events (caps reached, demotions) are logged as one summary at most this often.
+constexpr auto kSummaryEvery = std::chrono::minutes(1);
+
+CapLedger::Caps CapsOf(const TierOptions& tier) {
+  return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
+}
 
 QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer,
                          BreakerKeeper& keeper)
     : options_(std::move(options)),
-      retry_(Delays(options_.tier.retry_delays_ms), options_.tier.retry_jitter),
       sender_(sender),
       writer_(writer),
       keeper_(keeper),
       board_(keeper.board(options_.tier.name)),
+      tier_(options_.tier),
+      retry_(std::in_place, Delays(tier_.retry_delays_ms), tier_.retry_jitter),
+      caps_(CapsOf(tier_)),
       store_(options_.database),
       thread_([this] { Run(); }) {}
+
+void QueueRunner::Reconfigure(const TierOptions& tier) {
+  {
+    std::lock_guard lock(mu_);
+    tier_ = tier;
+    retry_.emplace(Delays(tier.retry_delays_ms), tier.retry_jitter);
+    caps_.SetCaps(CapsOf(tier));
+    wake_ = true;  // more workers, or larger caps, may mean room now
+  }
+  cv_.notify_one();
+}
+
+int QueueRunner::channel_in_flight(int64_t channel) const {
+  std::lock_guard lock(mu_);
+  return caps_.in_flight(channel);
+}
+
+int QueueRunner::tenant_in_flight(int64_t tenant) const {
+  std::lock_guard lock(mu_);
+  return caps_.tenant_in_flight(tenant);
+}
 
 QueueRunner::~QueueRunner() { StopClaiming(); }
 
@@ -77,21 +107,28 @@ std::chrono::steady_clock::time_point QueueRunner::NextPoll() {
 }
 
 void QueueRunner::Run() {
-  const int workers = options_.tier.workers;
   bool more = true;  // claim at once: work may have queued up while no node ran
   auto next_poll = NextPoll();
   auto next_probe = std::chrono::steady_clock::now();
+  next_caps_summary_ = std::chrono::steady_clock::now() + kSummaryEvery;
   std::unique_lock lock(mu_);
   while (!stop_) {
-    int free = workers - static_cast<int>(in_flight_.size());
-    if (free > 0 && std::chrono::steady_clock::now() >= next_probe) {
-      next_probe = std::chrono::steady_clock::now() + kProbeEvery;
+    const auto now = std::chrono::steady_clock::now();
+    int free = tier_.workers - static_cast<int>(in_flight_.size());
+    if (now >= next_caps_summary_) {
       lock.unlock();
-      Dispatch(ClaimProbes(free));
+      LogCapsSummary(now);
       lock.lock();
       continue;
     }
-    bool due = more || wake_ || std::chrono::steady_clock::now() >= next_poll;
+    if (free > 0 && now >= next_probe) {
+      next_probe = now + kProbeEvery;
+      lock.unlock();
+      Demote(Dispatch(ClaimProbes(free)));
+      lock.lock();
+      continue;
+    }
+    bool due = more || wake_ || now >= next_poll;
     if (free > 0 && due && writer_.Saturated()) {
       // Results are not being written fast enough: claiming more would only pile them up.
       cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return stop_; });
@@ -102,20 +139,96 @@ void QueueRunner::Run() {
       lock.unlock();
       int taken = 0;
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, &taken);
-      more = taken == free;
       next_poll = NextPoll();
-      Dispatch(std::move(jobs));
+      CapsReached reached = Dispatch(std::move(jobs));
+      // A claim that brought a channel or tenant to its cap may have left others' jobs
+      // behind it: claim again once its backlog is demoted.
+      more = taken == free || !reached.channels.empty() || !reached.tenants.empty();
+      Demote(reached);
       lock.lock();
       continue;
     }
     if (free > 0) {
-      // The queue was drained: wait for an enqueue, the poll, or stop.
-      cv_.wait_until(lock, std::min(next_poll, next_probe), [&] { return stop_ || wake_; });
+      // The queue was drained, or what is left is capped: wait for an enqueue, a capped
+      // channel's slot, the poll, or stop.
+      cv_.wait_until(lock, std::min({next_poll, next_probe, next_caps_summary_}),
+                     [&] { return stop_ || wake_; });
     } else {
       // Every slot busy: wait for one to free (or stop). A wake-up is remembered meanwhile.
-      cv_.wait(lock, [&] { return stop_ || static_cast<int>(in_flight_.size()) < workers; });
+      cv_.wait_until(lock, next_caps_summary_,
+                     [&] { return stop_ || static_cast<int>(in_flight_.size()) < tier_.workers; });
     }
   }
+}
+
+void QueueRunner::Demote(const CapsReached& reached) {
+  const std::string& tier = options_.tier.name;
+  const auto now = std::chrono::steady_clock::now();
+  // Tenants first: a tenant's demotion covers its channels, so a channel that reached its cap
+  // together with its tenant (a tenant with one channel, at the default shares) costs one
+  // statement, not two.
+  std::vector<int64_t> covered;
+  for (int64_t tenant : reached.tenants) {
+    ++tenant_caps_hit_;
+    covered.push_back(tenant);
+    {
+      std::lock_guard lock(mu_);
+      if (!caps_.DemoteTenantDue(tenant, now)) continue;
+    }
+    try {
+      demoted_ += store_.Get().DemoteTenant(tenant);
+    } catch (const std::exception& e) {
+      // Not demoting only costs the order; the cap itself holds in the claim.
+      Log(LogLevel::kWarn, "demote_failed",
+          {{"tier", tier}, {"tenant", tenant}, {"error", FirstLine(e.what())}});
+      store_.Reset();
+    }
+  }
+  for (const auto& [channel, tenant] : reached.channels) {
+    ++channel_caps_hit_;
+    if (std::find(covered.begin(), covered.end(), tenant) != covered.end()) {
+      std::lock_guard lock(mu_);
+      caps_.DemoteChannelDue(channel, now);  // counts as demoted (refill), no statement
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (!caps_.DemoteChannelDue(channel, now)) continue;
+    }
+    try {
+      demoted_ += store_.Get().DemoteChannel(channel);
+    } catch (const std::exception& e) {
+      Log(LogLevel::kWarn, "demote_failed",
+          {{"tier", tier}, {"channel", channel}, {"error", FirstLine(e.what())}});
+      store_.Reset();
+    }
+  }
+}
+
+void QueueRunner::LogCapsSummary(std::chrono::steady_clock::time_point now) {
+  next_caps_summary_ = now + kSummaryEvery;
+  uint64_t channels = channel_caps_hit_.load(), tenants = tenant_caps_hit_.load(),
+           demoted = demoted_.load();
+  if (channels == logged_channel_caps_ && tenants == logged_tenant_caps_ &&
+      demoted == logged_demoted_) {
+    return;
+  }
+  CapLedger::Caps caps;
+  {
+    std::lock_guard lock(mu_);
+    caps = caps_.caps();
+  }
+  Log(LogLevel::kInfo, "caps_summary",
+      {{"tier", options_.tier.name},
+       {"channel_cap", caps.channel},
+       {"tenant_cap", caps.tenant},
+       {"channel_caps_hit", channels - logged_channel_caps_},
+       {"tenant_caps_hit", tenants - logged_tenant_caps_},
+       {"jobs_demoted", demoted - logged_demoted_},
+       {"detail", "in the last minute (or since the last summary)"}});
+  logged_channel_caps_ = channels;
+  logged_tenant_caps_ = tenants;
+  logged_demoted_ = demoted;
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
@@ -123,8 +236,13 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
   while (true) {
     try {
       int parked = 0;
+      ClaimLimits limits;
+      {
+        std::lock_guard lock(mu_);
+        limits = caps_.Limits();
+      }
       std::vector<ClaimedJob> jobs =
-          store_.Get().Claim(options_.tier.name, limit, options_.node, &parked);
+          store_.Get().Claim(options_.tier.name, limit, options_.node, limits, &parked);
       ++claims_;
       claimed_ += jobs.size();
       parked_at_claim_ += parked;
@@ -144,7 +262,11 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimProbes(int limit) {
-  const TierOptions& tier = options_.tier;
+  TierOptions tier;
+  {
+    std::lock_guard lock(mu_);
+    tier = tier_;
+  }
   try {
     std::vector<ClaimedJob> probes =
         store_.Get().ClaimProbes(tier.name, limit, options_.node,
@@ -164,7 +286,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimProbes(int limit) {
   }
 }
 
-void QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
+QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   // A channel this node has just tripped (or learned open) may still read closed in the
   // database for the round trip it takes the keeper to open it: its jobs go back unsent,
   // with their attempt, and the opening (or the next claim) parks them.
@@ -184,13 +306,20 @@ void QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
       store_.Reset();
     }
   }
-  if (jobs.empty()) return;
+  CapsReached reached;
+  if (jobs.empty()) return reached;
+  std::chrono::milliseconds connect_timeout, request_timeout;
   {
     // Register before sending, so that the callback always finds its job.
     std::lock_guard lock(mu_);
     for (const auto& job : jobs) {
-      in_flight_.emplace(job.id, InFlight{job.attempt, job.channel_id, job.probe});
+      in_flight_.emplace(job.id, InFlight{job.attempt, job.channel_id, job.tenant_id, job.probe});
+      CapLedger::Reached r = caps_.Add(job.channel_id, job.tenant_id);
+      if (r.channel) reached.channels.emplace_back(job.channel_id, job.tenant_id);
+      if (r.tenant) reached.tenants.push_back(job.tenant_id);
     }
+    connect_timeout = std::chrono::milliseconds(tier_.connect_timeout_ms);
+    request_timeout = std::chrono::milliseconds(tier_.request_timeout_ms);
   }
   const auto sent_at = std::chrono::steady_clock::now();
   for (const auto& job : jobs) {
@@ -219,16 +348,16 @@ void QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
                        {"webhook-id", webhook_id},
                        {"webhook-timestamp", std::to_string(timestamp)},
                        {"webhook-signature", *signature}};
-    request.connect_timeout = std::chrono::milliseconds(options_.tier.connect_timeout_ms);
-    request.request_timeout = std::chrono::milliseconds(options_.tier.request_timeout_ms);
+    request.connect_timeout = connect_timeout;
+    request.request_timeout = request_timeout;
     int64_t id = job.id;
     int attempt = job.attempt;
     sender_.Send(std::move(request), [this, id, attempt](const HttpOutcome& outcome) {
       OnOutcome(id, attempt, outcome);
     });
   }
+  return reached;
 }
-
 void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome) {
   InFlight job;
   {
@@ -257,7 +386,8 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     result.duration_ms = std::chrono::duration<double, std::milli>(outcome.duration).count();
     if (!result.delivered) {
       result.error = detail;
-      result.retry_delay_ms = retry_.NextDelay(attempt, UnitRandom()).count();
+      std::lock_guard lock(mu_);
+      result.retry_delay_ms = retry_->NextDelay(attempt, UnitRandom()).count();
     }
     // Before the slot frees: the result is in the writer's hands before a new claim can
     // follow, so the writer's backlog stays bounded by the slots.
@@ -266,7 +396,11 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
   {
     std::lock_guard lock(mu_);
     // A cancelled request stays registered: HandBackInFlight() gives it back.
-    if (outcome.error != HttpError::kCancelled) in_flight_.erase(job_id);
+    if (outcome.error != HttpError::kCancelled) {
+      in_flight_.erase(job_id);
+      // A capped channel or tenant has room again: its next jobs may be claimed.
+      if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
+    }
   }
   cv_.notify_one();
 }
@@ -275,7 +409,10 @@ int QueueRunner::HandBackInFlight() {
   std::vector<OwnedJob> jobs;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, job] : in_flight_) jobs.push_back({id, job.attempt});
+    for (const auto& [id, job] : in_flight_) {
+      jobs.push_back({id, job.attempt});
+      caps_.Remove(job.channel, job.tenant);
+    }
     in_flight_.clear();
   }
   if (jobs.empty()) return 0;

@@ -12,18 +12,28 @@
 // keeper, which closes or re-opens the breaker. The claim statement itself never hands out a
 // job whose channel's breaker is not closed.
 //
-// When to claim. After a claim that filled every free slot, the queue probably has more, so
-// the runner claims again as soon as a slot frees. After a claim that came back short, the
-// queue is drained and the runner waits for a wake-up (an enqueue's NOTIFY, via Wake()) or the
-// jittered fallback poll (poll_interval ±20 %, which is also what finds retries coming due).
-// A claim asks for all free slots at once, so at high throughput one round trip refills many.
+// Caps. A CapLedger counts the jobs in flight per channel and per tenant; every claim passes
+// the counts, and the claim statement leaves out channels and tenants at their cap and never
+// takes one past it. When a claim makes a channel (tenant) reach its cap, the runner demotes
+// its waiting jobs to priority 2 in one statement (at most once a second each), so every
+// other channel's fresh jobs come first.
+//
+// When to claim. After a claim that filled every free slot, or that brought a channel or
+// tenant to its cap, the queue probably has more for others, so the runner claims again at
+// once. After a claim that came back short, it waits for a wake-up: an enqueue's NOTIFY (via
+// Wake()), a capped channel's or tenant's job ending (a slot opened for it), or the jittered
+// fallback poll (poll_interval ±20 %, which is also what finds retries coming due). A claim
+// asks for all free slots at once, so at high throughput one round trip refills many.
+//
+// Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
+// claims; jobs in flight keep the timeouts they were sent with.
 //
 // Threads. The runner thread owns the database connection (JobStore) and claims. Result
 // callbacks run on the sender's I/O thread: they compute the result and its retry delay, hand
 // it to the writer (and the breaker's board or keeper) and free the slot. Wake(),
-// StopClaiming() and in_flight() may be called from any thread. The runner must outlive the
-// HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy the
-// sender first.
+// Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
+// outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
+// the sender first.
 #pragma once
 
 #include <atomic>
@@ -31,11 +41,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
 #include "breaker_keeper.h"
+#include "cap_ledger.h"
 #include "completion_writer.h"
 #include "config.h"
 #include "http_sender.h"
@@ -65,6 +77,9 @@ class QueueRunner {
   // Claim now: work was enqueued, or the node reconnected and may have missed a wake-up.
   void Wake();
 
+  // New settings for this tier (its name must not change); from the next claim on.
+  void Reconfigure(const TierOptions& tier);
+
   // No more claims. Returns once the runner thread has ended; requests in flight run on.
   void StopClaiming();
 
@@ -75,25 +90,39 @@ class QueueRunner {
 
   size_t in_flight() const;
   const std::string& queue() const { return options_.tier.name; }
+  // Jobs of `channel` (of `tenant`) in flight on this node now.
+  int channel_in_flight(int64_t channel) const;
+  int tenant_in_flight(int64_t tenant) const;
   // Claim statements run and jobs they returned, since start.
   uint64_t claims() const { return claims_.load(); }
   uint64_t claimed() const { return claimed_.load(); }
   // Probes sent, and jobs the claim found behind a breaker and parked, since start.
   uint64_t probes() const { return probes_.load(); }
   uint64_t parked_at_claim() const { return parked_at_claim_.load(); }
+  // Times a channel (tenant) reached its cap here, and jobs demoted for it, since start.
+  uint64_t channel_caps_hit() const { return channel_caps_hit_.load(); }
+  uint64_t tenant_caps_hit() const { return tenant_caps_hit_.load(); }
+  uint64_t demoted() const { return demoted_.load(); }
 
  private:
   void Run();
   // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked).
   std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken);
+  // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
+  struct CapsReached {
+    std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
+    std::vector<int64_t> tenants;
+  };
+  // Demotes the backlogs that reached their cap (runner thread); logs a summary once a minute.
+  void Demote(const CapsReached& reached);
+  void LogCapsSummary(std::chrono::steady_clock::time_point now);
   std::vector<ClaimedJob> ClaimProbes(int limit);
-  void Dispatch(std::vector<ClaimedJob> jobs);
+  CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
   std::chrono::steady_clock::time_point NextPoll();
 
-  // Constant after construction.
+  // Constant after construction (options_.tier is the tier as started; tier_ is current).
   const Options options_;
-  const RetryPolicy retry_;
   HttpSender& sender_;
   CompletionWriter& writer_;
   BreakerKeeper& keeper_;
@@ -102,12 +131,16 @@ class QueueRunner {
   struct InFlight {
     int attempt = 0;
     int64_t channel = 0;
+    int64_t tenant = 0;
     bool probe = false;
   };
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
+  TierOptions tier_;
+  std::optional<RetryPolicy> retry_;  // always set; optional only to re-make it on reload
+  CapLedger caps_;
   std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   bool wake_ = false;
   bool stop_ = false;
@@ -119,6 +152,14 @@ class QueueRunner {
   std::atomic<uint64_t> claimed_{0};
   std::atomic<uint64_t> probes_{0};
   std::atomic<uint64_t> parked_at_claim_{0};
+  std::atomic<uint64_t> channel_caps_hit_{0};
+  std::atomic<uint64_t> tenant_caps_hit_{0};
+  std::atomic<uint64_t> demoted_{0};
+  // The caps summary log: counts at the last summary, and when it is due (runner thread).
+  uint64_t logged_channel_caps_ = 0;
+  uint64_t logged_tenant_caps_ = 0;
+  uint64_t logged_demoted_ = 0;
+  std::chrono::steady_clock::time_point next_caps_summary_{};
 
   std::thread thread_;  // started last
 };

@@ -1,0 +1,84 @@
+// CapLedger: the per-node caps' arithmetic, counting and demotion pacing, with a fake clock.
+#include "cap_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace bulkhead {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CapLedgerCaps, AreTheShareOfTheWorkersRoundedDownAtLeastOneAndNeverAllOfThem) {
+  auto caps = CapLedger::For(20, 0.5, 0.5);
+  EXPECT_EQ(caps.channel, 10);
+  EXPECT_EQ(caps.tenant, 10);
+  EXPECT_EQ(CapLedger::For(5, 0.5, 0.5).channel, 2);      // the bulk tier
+  EXPECT_EQ(CapLedger::For(20, 0.01, 0.5).channel, 1);    // at least one
+  EXPECT_EQ(CapLedger::For(20, 0.99, 0.99).channel, 19);  // never the last slot
+  EXPECT_EQ(CapLedger::For(2, 0.9, 0.9).channel, 1);
+  EXPECT_EQ(CapLedger::For(1, 0.5, 0.5).channel, 1);    // one worker: one job
+  EXPECT_EQ(CapLedger::For(20, 1.0, 1.0).channel, 20);  // share 1: no cap
+  EXPECT_EQ(CapLedger::For(20, 0.5, 1.0).tenant, 20);
+}
+
+TEST(CapLedger, ReportsTheJobThatReachesACapAndTheOneThatLeavesIt) {
+  CapLedger ledger({2, 3});
+  EXPECT_FALSE(ledger.Add(1, 100).channel);
+  auto second = ledger.Add(1, 100);
+  EXPECT_TRUE(second.channel);
+  EXPECT_FALSE(second.tenant);
+  auto third = ledger.Add(2, 100);  // another channel of the same tenant
+  EXPECT_FALSE(third.channel);
+  EXPECT_TRUE(third.tenant);
+  EXPECT_EQ(ledger.in_flight(1), 2);
+  EXPECT_EQ(ledger.tenant_in_flight(100), 3);
+  EXPECT_TRUE(ledger.Remove(2, 100));   // the tenant was at its cap
+  EXPECT_TRUE(ledger.Remove(1, 100));   // the channel was at its cap
+  EXPECT_FALSE(ledger.Remove(1, 100));  // neither was
+  EXPECT_EQ(ledger.tracked(), 0u);
+}
+
+TEST(CapLedger, LimitsCarryTheCountsAndRefillOnlyDemotedChannelsWithRoom) {
+  CapLedger ledger({2, 10});
+  ledger.Add(1, 100);
+  ledger.Add(1, 100);  // at cap
+  ledger.Add(2, 100);  // room 1, never demoted
+  ledger.Add(3, 200);  // room 1, demoted
+  auto now = CapLedger::Clock::time_point{} + 1h;
+  EXPECT_TRUE(ledger.DemoteChannelDue(1, now));
+  EXPECT_TRUE(ledger.DemoteChannelDue(3, now));
+  ClaimLimits limits = ledger.Limits();
+  EXPECT_EQ(limits.channel_cap, 2);
+  EXPECT_EQ(limits.tenant_cap, 10);
+  std::sort(limits.channels_in_flight.begin(), limits.channels_in_flight.end());
+  EXPECT_EQ(limits.channels_in_flight,
+            (std::vector<std::pair<int64_t, int>>{{1, 2}, {2, 1}, {3, 1}}));
+  std::sort(limits.tenants_in_flight.begin(), limits.tenants_in_flight.end());
+  EXPECT_EQ(limits.tenants_in_flight, (std::vector<std::pair<int64_t, int>>{{100, 3}, {200, 1}}));
+  EXPECT_EQ(limits.refill, std::vector<int64_t>{3});  // 1 is full, 2 was never demoted
+}
+
+TEST(CapLedger, ATenantsDemotionRefillsItsChannels) {
+  CapLedger ledger({5, 2});
+  ledger.Add(1, 100);
+  ledger.Add(2, 100);
+  EXPECT_TRUE(ledger.DemoteTenantDue(100, CapLedger::Clock::time_point{} + 1h));
+  auto refill = ledger.Limits().refill;
+  std::sort(refill.begin(), refill.end());
+  EXPECT_EQ(refill, (std::vector<int64_t>{1, 2}));
+}
+
+TEST(CapLedger, DemotesAtMostOnceASecondPerChannel) {
+  CapLedger ledger({1, 10});
+  ledger.Add(1, 100);
+  auto now = CapLedger::Clock::time_point{} + 1h;
+  EXPECT_TRUE(ledger.DemoteChannelDue(1, now));
+  EXPECT_FALSE(ledger.DemoteChannelDue(1, now + 999ms));
+  EXPECT_TRUE(ledger.DemoteChannelDue(1, now + 1s));
+  EXPECT_FALSE(ledger.DemoteChannelDue(2, now));  // nothing in flight: nothing to demote
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,282 @@
+// The per-node caps against real PostgreSQL: the claim statement's exclusions, rooms and refill
+// (JobStore), and `bulkhead run` nodes holding a hanging channel and a hanging 40-channel tenant
+// to their caps while a healthy channel keeps flowing; demotion; tier reload on SIGHUP.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "database_test.h"
+#include "http_receiver.h"
+#include "job_store.h"
+#include "node_process.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::DatabaseTest;
+using testing::HttpReceiver;
+using testing::NodeProcess;
+using testing::QueryValue;
+using testing::ReceivedRequest;
+using testing::Reply;
+
+class CapsTest : public DatabaseTest {
+ protected:
+  int64_t Tenant(const std::string& name) { return testing::CreateTenant(db(), name); }
+  int64_t Channel(int64_t tenant, const std::string& url = "http://127.0.0.1:9/hook") {
+    return testing::CreateChannel(db(), tenant, url);
+  }
+
+  void Enqueue(int64_t channel, int n) {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
+            ", jsonb_build_object('n', i)) FROM generate_series(1, " + std::to_string(n) + ") i");
+    tx.commit();
+  }
+
+  void Exec(const std::string& sql) {
+    pqxx::work tx(db());
+    tx.exec(sql);
+    tx.commit();
+  }
+
+  int64_t Count(const std::string& where) {
+    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
+  }
+
+  static std::map<int64_t, int> PerChannel(const std::vector<ClaimedJob>& jobs) {
+    std::map<int64_t, int> n;
+    for (const auto& job : jobs) ++n[job.channel_id];
+    return n;
+  }
+
+  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+  // A tier whose breaker stays out of the way: only the caps decide here.
+  static nlohmann::json Tier(int workers, nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json tier = {
+        {"workers", workers},         {"failure_threshold", 1000},   {"slow_call_ms", 3600000},
+        {"connect_timeout_ms", 2000}, {"request_timeout_ms", 60000}, {"retry_delays_ms", {50}},
+        {"retry_jitter", 0}};
+    tier.update(extra);
+    return tier;
+  }
+
+  static nlohmann::json Node(const std::string& name) {
+    return {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 300}};
+  }
+};
+
+// ---- The claim statement ---------------------------------------------------------------------
+
+TEST_F(CapsTest, OneClaimNeverTakesAChannelOrATenantPastItsCap) {
+  int64_t a = Tenant("a"), b = Tenant("b");
+  int64_t busy = Channel(a), quiet = Channel(b);
+  Enqueue(busy, 50);
+  Enqueue(quiet, 3);
+  JobStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  auto jobs = store.Claim("default", 20, "node-a", limits);
+  auto n = PerChannel(jobs);
+  EXPECT_EQ(n[busy], 10);  // the first 20 in order are all busy's; 10 is its cap
+  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(busy)), 40);
+}
+
+TEST_F(CapsTest, AChannelAtItsCapIsLeftOutAndOthersAreClaimed) {
+  int64_t a = Tenant("a"), b = Tenant("b");
+  int64_t busy = Channel(a), quiet = Channel(b);
+  Enqueue(busy, 50);
+  Enqueue(quiet, 3);
+  JobStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{busy, 10}};
+  limits.tenants_in_flight = {{a, 10}};
+  auto jobs = store.Claim("default", 20, "node-a", limits);
+  EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{quiet, 3}}));
+  // With room for 2 more, it gets exactly 2.
+  limits.channels_in_flight = {{busy, 8}};
+  limits.tenants_in_flight = {{a, 8}};
+  EXPECT_EQ(PerChannel(store.Claim("default", 20, "node-a", limits)),
+            (std::map<int64_t, int>{{busy, 2}}));
+}
+
+TEST_F(CapsTest, ATenantAtItsCapIsLeftOutWhateverItsChannels) {
+  int64_t many = Tenant("many"), other = Tenant("other");
+  std::vector<int64_t> channels;
+  for (int i = 0; i < 40; ++i) {
+    channels.push_back(Channel(many));
+    Enqueue(channels.back(), 2);
+  }
+  int64_t healthy = Channel(other);
+  Enqueue(healthy, 5);
+  JobStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  auto first = store.Claim("default", 20, "node-a", limits);
+  int of_many = 0;
+  for (const auto& job : first) of_many += job.tenant_id == many;
+  EXPECT_EQ(of_many, 10);  // 40 channels, each under its own cap: the tenant cap holds
+  limits.tenants_in_flight = {{many, 10}};
+  for (const auto& job : first) {
+    if (job.tenant_id == many) limits.channels_in_flight.push_back({job.channel_id, 1});
+  }
+  auto second = store.Claim("default", 20, "node-a", limits);
+  for (const auto& job : second) EXPECT_EQ(job.tenant_id, other);
+}
+
+TEST_F(CapsTest, FreshJobsComeBeforeADemotedBacklogAndARefillReachesPastTheWindow) {
+  int64_t a = Tenant("a"), b = Tenant("b"), c = Tenant("c");
+  int64_t first = Channel(a), second = Channel(b), fresh = Channel(c);
+  Enqueue(first, 3000);  // both demoted: first's 3000 lie ahead of second's in the window
+  Enqueue(second, 50);
+  JobStore store(db());
+  EXPECT_EQ(store.DemoteChannel(first), 3000);
+  EXPECT_EQ(store.DemoteChannel(second), 50);
+  Enqueue(fresh, 4);
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{first, 10}, {second, 7}};
+  limits.tenants_in_flight = {{a, 10}, {b, 7}};
+  // Without refill, second's jobs are beyond the window of the first 1,020 demoted rows.
+  EXPECT_EQ(PerChannel(store.Claim("default", 20, "node-a", limits)),
+            (std::map<int64_t, int>{{fresh, 4}}));
+  limits.refill = {second};
+  EXPECT_EQ(PerChannel(store.Claim("default", 20, "node-a", limits)),
+            (std::map<int64_t, int>{{second, 3}}));
+}
+
+// ---- Nodes -----------------------------------------------------------------------------------
+
+Reply Hang() {
+  Reply reply;
+  reply.hang = true;
+  return reply;
+}
+
+// Counts requests in flight per path prefix at the receiver: arrived, not answered.
+class Watch {
+ public:
+  explicit Watch(const HttpReceiver& receiver) : receiver_(receiver) {}
+  int Hanging(const std::string& prefix) const {
+    int n = 0;
+    for (const auto& r : receiver_.Requests()) n += r.path.rfind(prefix, 0) == 0;
+    return n;
+  }
+
+ private:
+  const HttpReceiver& receiver_;
+};
+
+TEST_F(CapsTest, AHangingChannelHoldsHalfTheWorkersAndAHealthyOneKeepsFlowing) {
+  HttpReceiver receiver(
+      [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; });
+  int64_t dead = Channel(Tenant("dead"), receiver.Url("/dead"));
+  int64_t healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
+  Enqueue(dead, 500);
+  Enqueue(healthy, 5);
+  Exec("CREATE EXTENSION pg_stat_statements");
+  Exec("SELECT pg_stat_statements_reset()");
+  NodeProcess node(Node("node-a"), {{"default", Tier(20)}});
+  node.Start(conninfo());
+
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 5 FROM bulkhead.jobs WHERE state = 'completed')"))
+      << node.Log();
+  // The dead channel reached its cap once and stays there: its backlog was demoted once, in
+  // one statement, and not again however long it sits at the cap.
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_EQ(Count("state = 'available' AND priority = 2 AND channel_id = " + std::to_string(dead)),
+            490);
+  // (pg_stat_statements shows constants as $n: "SET priority = $2".)
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+                                "WHERE query ~ '^\\s*UPDATE bulkhead\\.jobs\\s+SET priority'"),
+            1);
+  // Healthy deliveries enqueued while the dead channel sits at its cap go straight through.
+  for (int round = 0; round < 5; ++round) {
+    Enqueue(healthy, 20);
+    ASSERT_TRUE(WaitFor("(SELECT count(*) = " + std::to_string(25 + 20 * round) +
+                        " FROM bulkhead.jobs WHERE state = 'completed')"))
+        << node.Log();
+    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(dead)), 10);
+  }
+  EXPECT_EQ(Watch(receiver).Hanging("/dead"), 10);
+}
+
+TEST_F(CapsTest, ATenantWithFortyHangingChannelsHoldsHalfTheWorkers) {
+  HttpReceiver receiver(
+      [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; });
+  int64_t many = Tenant("many");
+  for (int i = 0; i < 40; ++i)
+    Enqueue(Channel(many, receiver.Url("/dead/" + std::to_string(i))), 5);
+  int64_t healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
+  NodeProcess node(Node("node-a"), {{"default", Tier(20)}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 10 FROM bulkhead.jobs WHERE state = 'executing')"))
+      << node.Log();
+  for (int round = 0; round < 5; ++round) {
+    Enqueue(healthy, 20);
+    ASSERT_TRUE(WaitFor("(SELECT count(*) = " + std::to_string(20 * (round + 1)) +
+                        " FROM bulkhead.jobs WHERE state = 'completed')"))
+        << node.Log();
+    EXPECT_EQ(Count("state = 'executing' AND tenant_id = " + std::to_string(many)), 10);
+  }
+  EXPECT_EQ(Watch(receiver).Hanging("/dead"), 10);
+  EXPECT_EQ(Count("state = 'available' AND tenant_id = " + std::to_string(many)), 190);
+}
+
+TEST_F(CapsTest, ABadTierFileOnSighupIsRefusedAndTheOldSettingsStay) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
+  int64_t dead = Channel(Tenant("dead"), receiver.Url("/dead"));
+  Enqueue(dead, 100);
+  NodeProcess node(Node("node-a"),
+                   {{"default", Tier(4, {{"channel_share", 1}, {"tenant_share", 1}})}});
+  node.Start(conninfo());
+  ASSERT_TRUE(receiver.WaitForRequests(4, seconds(30))) << node.Log();
+  const auto tier_file = node.config_file().parent_path() / "tiers" / "default.json";
+
+  std::ofstream(tier_file) << R"({"workers": 0})";
+  node.Signal(SIGHUP);
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (node.Log().find("reload_refused") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::string log = node.Log();
+  EXPECT_NE(log.find("\"event\":\"reload_refused\""), std::string::npos) << log;
+  EXPECT_NE(log.find("workers: must be an integer from 1 to 10000, not 0"), std::string::npos);
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(receiver.request_count(), 4u);  // still 4 workers
+  EXPECT_EQ(Count("state = 'executing'"), 4);
+
+  nlohmann::json good = Tier(6, {{"channel_share", 1}, {"tenant_share", 1}});
+  std::ofstream(tier_file) << good.dump();
+  node.Signal(SIGHUP);
+  ASSERT_TRUE(receiver.WaitForRequests(6, seconds(10))) << node.Log();
+  EXPECT_NE(node.Log().find("\"event\":\"reloaded\""), std::string::npos);
+  EXPECT_TRUE(WaitFor("(SELECT count(*) = 6 FROM bulkhead.jobs WHERE state = 'executing')"));
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,95 @@
+#include "cap_ledger.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bulkhead {
+namespace {
+
+constexpr auto kDemoteEvery = std::chrono::seconds(1);
+
+int CapOf(int workers, double share) {
+  if (share >= 1.0) return workers;
+  int cap = static_cast<int>(std::floor(share * workers));
+  return std::clamp(cap, 1, std::max(1, workers - 1));
+}
+
+}  // namespace
+
+CapLedger::Caps CapLedger::For(int workers, double channel_share, double tenant_share) {
+  return {CapOf(workers, channel_share), CapOf(workers, tenant_share)};
+}
+
+CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
+  Reached reached;
+  reached.channel = ++channels_[channel].n == caps_.channel;
+  reached.tenant = ++tenants_[tenant].n == caps_.tenant;
+  tenant_of_[channel] = tenant;
+  return reached;
+}
+
+bool CapLedger::Remove(int64_t channel, int64_t tenant) {
+  bool opened = false;
+  if (auto it = channels_.find(channel); it != channels_.end()) {
+    opened |= it->second.n >= caps_.channel;
+    if (--it->second.n <= 0) {
+      channels_.erase(it);
+      tenant_of_.erase(channel);
+    }
+  }
+  if (auto it = tenants_.find(tenant); it != tenants_.end()) {
+    opened |= it->second.n >= caps_.tenant;
+    if (--it->second.n <= 0) tenants_.erase(it);
+  }
+  return opened;
+}
+
+bool CapLedger::Due(Count& c, Clock::time_point now) {
+  if (c.demoted && now - c.demoted_at < kDemoteEvery) return false;
+  c.demoted = true;
+  c.demoted_at = now;
+  return true;
+}
+
+bool CapLedger::DemoteChannelDue(int64_t channel, Clock::time_point now) {
+  auto it = channels_.find(channel);
+  return it != channels_.end() && Due(it->second, now);
+}
+
+bool CapLedger::DemoteTenantDue(int64_t tenant, Clock::time_point now) {
+  auto it = tenants_.find(tenant);
+  return it != tenants_.end() && Due(it->second, now);
+}
+
+ClaimLimits CapLedger::Limits() const {
+  ClaimLimits limits;
+  limits.channel_cap = caps_.channel;
+  limits.tenant_cap = caps_.tenant;
+  limits.channels_in_flight.reserve(channels_.size());
+  for (const auto& [id, c] : channels_) {
+    limits.channels_in_flight.emplace_back(id, c.n);
+    if (c.n >= caps_.channel) continue;
+    bool tenant_demoted = false;
+    if (auto t = tenant_of_.find(id); t != tenant_of_.end()) {
+      auto tc = tenants_.find(t->second);
+      tenant_demoted = tc != tenants_.end() && tc->second.demoted;
+    }
+    if (c.demoted || tenant_demoted) limits.refill.push_back(id);
+  }
+  for (const auto& [id, c] : tenants_) limits.tenants_in_flight.emplace_back(id, c.n);
+  return limits;
+}
+
+int CapLedger::in_flight(int64_t channel) const {
+  auto it = channels_.find(channel);
+  return it == channels_.end() ? 0 : it->second.n;
+}
+
+int CapLedger::tenant_in_flight(int64_t tenant) const {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? 0 : it->second.n;
+}
+
+size_t CapLedger::tracked() const { return channels_.size() + tenants_.size(); }
+
+}  // namespace bulkhead

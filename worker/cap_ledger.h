@@ -1,0 +1,88 @@
+// CapLedger: what one tier's runner has in flight per channel and per tenant on this node,
+// against the per-node caps (design §1 invariants 5 and 6), and when a capped backlog is due
+// its demotion.
+//
+// The caps. With `workers` slots, a channel may hold channel_share × workers of them and a
+// tenant tenant_share × workers (both default 0.5: 10 of the default tier's 20), rounded down,
+// at least 1 and, unless the share is 1 (no cap), at most workers − 1, so that one channel or
+// tenant never takes the last slot — the rule of seed 000 (a recipient gets at most
+// min(8, global − 1) slots). The tenant cap is what stops a tenant with a hundred channels on
+// one dead endpoint (seed 004) from taking every worker: each channel stays under its own cap,
+// yet together they would not.
+//
+// Caps are per node. With N nodes serving a tier, a channel may hold N × its cap fleet-wide:
+// counting in the database would put a hot row per channel on every claim's and every result's
+// path, and what the caps protect — a node's workers, so that other tenants on that node keep
+// flowing — is a per-node resource. The breaker is what is fleet-wide.
+//
+// Demotion. When a channel or a tenant reaches its cap, the runner demotes its waiting jobs to
+// priority 2 in one statement, so every other channel's fresh jobs come first on every node.
+// DemoteDue() allows that at most once a second per channel or tenant: a busy channel that
+// sits at its cap keeps refilling and reaching it again, and its new fresh jobs only need
+// moving back once in a while, not on every refill.
+//
+// Not thread-safe: the runner guards it with its own mutex. Time is passed in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "job_store.h"
+
+namespace bulkhead {
+
+class CapLedger {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Caps {
+    int channel = 1;
+    int tenant = 1;
+  };
+  // The caps for a tier of `workers` slots and the two shares (rules above).
+  static Caps For(int workers, double channel_share, double tenant_share);
+
+  explicit CapLedger(Caps caps) : caps_(caps) {}
+  void SetCaps(Caps caps) { caps_ = caps; }
+  const Caps& caps() const { return caps_; }
+
+  // Which cap a new job in flight made its channel or tenant reach.
+  struct Reached {
+    bool channel = false;
+    bool tenant = false;
+  };
+  // A job of `channel` (of `tenant`) is now in flight.
+  Reached Add(int64_t channel, int64_t tenant);
+  // It ended. Returns true when its channel or tenant was at its cap: a slot opened for it.
+  bool Remove(int64_t channel, int64_t tenant);
+
+  // Whether the channel's (tenant's) backlog should be demoted now; if so, remembers `now`.
+  bool DemoteChannelDue(int64_t channel, Clock::time_point now);
+  bool DemoteTenantDue(int64_t tenant, Clock::time_point now);
+
+  // What the next claim must respect: counts in flight and the caps, plus the channels to
+  // refill directly — those in flight here whose backlog (or tenant's) was demoted, with room.
+  ClaimLimits Limits() const;
+
+  int in_flight(int64_t channel) const;
+  int tenant_in_flight(int64_t tenant) const;
+  // Channels and tenants with an entry (memory bound checks).
+  size_t tracked() const;
+
+ private:
+  struct Count {
+    int n = 0;
+    Clock::time_point demoted_at{};  // epoch: never
+    bool demoted = false;
+  };
+  static bool Due(Count& c, Clock::time_point now);
+
+  Caps caps_;
+  std::unordered_map<int64_t, Count> channels_;
+  std::unordered_map<int64_t, Count> tenants_;
+  std::unordered_map<int64_t, int64_t> tenant_of_;  // channel → tenant, for channels in flight
+};
+
+}  // namespace bulkhead
