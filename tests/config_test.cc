@@ -99,6 +99,8 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(node.poll_interval_ms, 1000);
   EXPECT_EQ(node.completion_batch_size, 500);
   EXPECT_EQ(node.completion_flush_ms, 5);
+  EXPECT_EQ(node.lease_ms, 15000);
+  EXPECT_EQ(node.retention_ms, 604800000);
 
   ASSERT_EQ(config.tiers.size(), 1u);
   const TierOptions& tier = config.tiers[0];
@@ -478,6 +480,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Too large for the field's int: refused, not wrapped round into range.
         BadValue{R"({"completion_batch_size": 4294967796})", "completion_batch_size",
                  "must be an integer from 1 to 10000, not 4294967796"},
+        BadValue{R"({"lease_ms": 2999})", "lease_ms",
+                 "must be an integer from 3000 to 600000, not 2999"},
+        BadValue{R"({"retention_ms": 59999})", "retention_ms",
+                 "must be an integer from 60000 to 31536000000, not 59999"},
         BadValue{R"({"completion_flush_ms": 0})", "completion_flush_ms",
                  "must be an integer from 1 to 1000, not 0"},
         BadValue{R"({"completion_flush_ms": 1001})", "completion_flush_ms",

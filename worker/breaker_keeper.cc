@@ -186,23 +186,9 @@ bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
                {"detail", "probes got no answer in time; their breakers are open again"}});
         }
       }
-      auto [parked, channels] = store_.Get().ParkBehindOpenBreakers();
-      if (parked > 0) {
-        Log(LogLevel::kInfo, "parked_behind_open",
-            {{"jobs", parked},
-             {"channels", channels},
-             {"detail", "parked jobs enqueued while their breaker was opening"}});
-      }
       next_expire_ = now + options_.expire_every;
     }
     if (now >= next_reconcile_) {
-      auto [jobs, channels] = store_.Get().ReconcileParked();
-      if (jobs > 0) {
-        Log(LogLevel::kWarn, "parked_reconciled",
-            {{"jobs", jobs},
-             {"channels", channels},
-             {"detail", "unparked jobs that waited behind closed breakers"}});
-      }
       std::vector<int64_t> not_closed = store_.Get().NotClosedBreakers();
       for (auto& [tier, board] : boards_) board->Resync(not_closed);
       next_reconcile_ = now + options_.reconcile_every;

@@ -7,10 +7,10 @@
 // - every 250 ms: each board's slow-call check, so a hanging endpoint trips without waiting
 //   for any attempt to end;
 // - every second: re-opening of this node's tiers' half-open breakers whose probe ran out of
-//   time (the prober died, or its answer was lost), so none stays half-open for ever; and
-//   parking of jobs that an enqueue slipped in as available while a breaker opened;
-// - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker) and a
-//   resync of the boards from the database, in case a NOTIFY was missed.
+//   time (the prober died, or its answer was lost), so none stays half-open for ever;
+// - every 5 s: a resync of the boards from the database, in case a NOTIFY was missed.
+// The fleet-wide repairs (parking jobs that slipped in behind an opening breaker, the parked
+// reconciler) are the leader's (Maintenance).
 // Probes themselves are claimed by the queue runners, which own the worker slots.
 //
 // Requests (RequestOpen, ProbeAnswered) wait in a queue bounded by the channels in play: one

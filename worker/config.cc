@@ -41,6 +41,8 @@ constexpr IntRule kShutdownGrace{"shutdown_grace_ms", 0, 600'000};
 constexpr IntRule kPollInterval{"poll_interval_ms", 10, 60'000};
 constexpr IntRule kCompletionBatch{"completion_batch_size", 1, 10000};
 constexpr IntRule kCompletionFlush{"completion_flush_ms", 1, 1000};
+constexpr IntRule kLease{"lease_ms", 3000, 600'000};
+constexpr IntRule kRetention{"retention_ms", 60'000, 31'536'000'000};  // 1 min .. 365 days
 constexpr size_t kMaxNodeNameChars = 200;  // bulkhead.nodes.name's CHECK
 
 constexpr std::string_view kTierNameRule = "^[a-z][a-z0-9_]{0,62}$";
@@ -51,7 +53,7 @@ constexpr std::array<std::string_view, 11> kTierKeys = {
     "cooldown_max_ms",   "connect_timeout_ms", "request_timeout_ms",
     "retry_delays_ms",   "retry_jitter",
 };
-constexpr std::array<std::string_view, 10> kNodeKeys = {
+constexpr std::array<std::string_view, 12> kNodeKeys = {
     "database",
     "node",
     "tiers_dir",
@@ -62,6 +64,8 @@ constexpr std::array<std::string_view, 10> kNodeKeys = {
     "poll_interval_ms",
     "completion_batch_size",
     "completion_flush_ms",
+    "lease_ms",
+    "retention_ms",
 };
 
 // ---- Messages ------------------------------------------------------------------------------
@@ -498,6 +502,8 @@ std::optional<ConfigError> NodeOptions::Validate() const {
   check.Int(kPollInterval, poll_interval_ms);
   check.Int(kCompletionBatch, completion_batch_size);
   check.Int(kCompletionFlush, completion_flush_ms);
+  check.Int(kLease, lease_ms);
+  check.Int(kRetention, retention_ms);
   return std::move(check).Result();
 }
 
@@ -570,6 +576,8 @@ std::variant<Config, ConfigError> LoadConfig(const std::filesystem::path& file) 
   read.Int(kPollInterval, &node.poll_interval_ms);
   read.Int(kCompletionBatch, &node.completion_batch_size);
   read.Int(kCompletionFlush, &node.completion_flush_ms);
+  read.Int(kLease, &node.lease_ms);
+  read.Int(kRetention, &node.retention_ms);
   if (auto error = std::move(read).Result()) return InFile(*error, file);
   if (auto error = node.Validate()) return InFile(*error, file);
 

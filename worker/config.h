@@ -127,6 +127,14 @@ struct NodeOptions {
   // The longest a finished job waits for its batch to be written, in ms. 1..1000.
   int64_t completion_flush_ms = 5;
 
+  // This node's lease, in ms: it heartbeats every lease_ms / 5, and when its heartbeat is
+  // older than this, the leader returns its executing jobs to the queue. 3000..600000.
+  int64_t lease_ms = 15000;
+
+  // How long finished jobs (completed, discarded, cancelled) are kept before the leader
+  // prunes them, in ms. 60000 (1 min)..31536000000 (365 days); default 7 days.
+  int64_t retention_ms = 604'800'000;
+
   // The first bad field, with an empty ConfigError::file; std::nullopt when all are good.
   std::optional<ConfigError> Validate() const;
 

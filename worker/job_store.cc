@@ -230,6 +230,110 @@ UPDATE bulkhead.nodes
 
 constexpr const char* kRemoveNodeSql = "DELETE FROM bulkhead.nodes WHERE name = $1";
 
+// ---- Fleet maintenance: run by the leader node only ------------------------------------------
+
+// lead: the fleet's maintenance runs on the one node whose maintenance connection holds this
+// session-level advisory lock. The lock dies with the connection, so when the leader's process
+// or its connection dies, another node's next try (every few seconds) takes over; no row
+// records a leader that a crash could leave behind. The connection names itself after its
+// node (application_name), so that depose can tell whose it is.
+constexpr const char* kLeadSql = R"sql(
+SELECT pg_try_advisory_lock(7094703853087728997)
+  FROM (SELECT set_config('application_name', 'bulkhead-maintenance:' || $1, false)) AS me
+)sql";
+
+// depose: a leader that is alive to Postgres but not to the fleet — frozen (SIGSTOP, a stalled
+// VM), or so cut off that its heartbeat no longer lands — keeps its connection and so the lock.
+// When the lock's holder belongs to no node with a running lease, it is terminated, which
+// releases the lock for the next try. Its node, if it ever runs again, finds its connection
+// gone and competes like any other.
+constexpr const char* kDeposeSql = R"sql(
+SELECT count(pg_terminate_backend(a.pid))
+  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+   AND (l.classid::bigint << 32 | l.objid::bigint) = 7094703853087728997
+   AND a.application_name LIKE 'bulkhead-maintenance:%'
+   AND NOT EXISTS (SELECT 1 FROM bulkhead.nodes n
+                    WHERE a.application_name = 'bulkhead-maintenance:' || n.name
+                      AND n.lease_until > now())
+)sql";
+
+// rescue_lost: jobs `executing` under a node whose lease has run out (or that has no row at
+// all, or that is $1: a node starting under the name of its previous, dead self) go back to
+// the queue: `available` at once, keeping the attempt they spent — the request
+// may have reached the endpoint, so it counts — or `discarded` if that was their last attempt;
+// `parked` if their channel's breaker is not closed or the channel is paused. A result the lost
+// node sends later (a zombie that wakes up) is fenced off by record's WHERE (state, node and
+// attempt), so it changes nothing.
+// The nodes that own executing jobs are found by a skip scan over jobs_executing — one index
+// probe per node — so the cost follows the number of nodes, not of jobs in flight.
+constexpr const char* kRescueLostSql = R"sql(
+WITH RECURSIVE owner(name) AS (
+  (SELECT j.attempted_by FROM bulkhead.jobs j
+    WHERE j.state = 'executing' ORDER BY j.attempted_by LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.attempted_by FROM bulkhead.jobs j
+           WHERE j.state = 'executing' AND j.attempted_by > o.name
+           ORDER BY j.attempted_by LIMIT 1)
+    FROM owner o
+   WHERE o.name IS NOT NULL
+), lost AS (
+  SELECT o.name FROM owner o
+   WHERE o.name IS NOT NULL
+     AND (o.name = $1
+          OR NOT EXISTS (SELECT 1 FROM bulkhead.nodes n
+                          WHERE n.name = o.name AND n.lease_until > now()))
+), rescued AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded'
+                      WHEN ch.breaker_state <> 'closed' OR ch.paused THEN 'parked'
+                      ELSE 'available' END,
+         priority = CASE WHEN j.attempt < j.max_attempts
+                              AND (ch.breaker_state <> 'closed' OR ch.paused) THEN 3
+                         ELSE j.priority END,
+         finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+         scheduled_at = CASE WHEN j.attempt >= j.max_attempts THEN j.scheduled_at ELSE now() END,
+         queue = CASE WHEN j.attempt >= j.max_attempts THEN j.queue ELSE t.tier END,
+         last_error = 'rescued: node ' || j.attempted_by || ' lost its lease during attempt '
+                      || j.attempt,
+         attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
+                         ELSE j.attempts END
+                    || jsonb_build_array(jsonb_build_object(
+                         'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
+                         'error', 'rescued: the node lost its lease'))
+    FROM lost, bulkhead.channels ch, bulkhead.tenants t
+   WHERE j.state = 'executing' AND j.attempted_by = lost.name
+     AND ch.id = j.channel_id AND t.id = j.tenant_id
+  RETURNING j.queue, j.state, j.attempted_by
+)
+SELECT (SELECT count(*) FROM rescued),
+       (SELECT count(*) FROM rescued WHERE state = 'discarded'),
+       (SELECT coalesce(string_agg(DISTINCT attempted_by, ','), '') FROM rescued),
+       (SELECT count(pg_notify('bulkhead_jobs', queue))
+          FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'available') AS woken)
+)sql";
+
+// forget_nodes: removes the rows of nodes whose lease ended more than $1 ms ago and that own
+// no executing job (rescue ran first), so the registry shows the fleet, not its history.
+constexpr const char* kForgetNodesSql = R"sql(
+DELETE FROM bulkhead.nodes n
+ WHERE n.lease_until < now() - $1 * interval '1 millisecond'
+   AND NOT EXISTS (SELECT 1 FROM bulkhead.jobs j
+                    WHERE j.state = 'executing' AND j.attempted_by = n.name)
+)sql";
+
+// prune_finished: deletes up to $2 jobs that finished (completed, discarded, cancelled) more
+// than $1 ms ago, oldest first along jobs_finished. Bounded, so that one run never holds locks
+// or bloats WAL for long; the leader repeats it until a batch comes back short.
+constexpr const char* kPruneFinishedSql = R"sql(
+DELETE FROM bulkhead.jobs
+ WHERE id IN (SELECT id FROM bulkhead.jobs
+               WHERE state IN ('completed', 'discarded', 'cancelled')
+                 AND finished_at < now() - $1 * interval '1 millisecond'
+               ORDER BY finished_at, id
+               LIMIT $2)
+)sql";
+
 // ---- The breaker: every transition one compare-and-set statement ---------------------------
 //
 // A transition's WHERE names the state it leaves (and, for a probe's answer, the probe's job),
@@ -592,6 +696,11 @@ JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("demote_tenant", kDemoteTenantSql);
   conn_.prepare("hand_back", kHandBackSql);
   conn_.prepare("register_tiers", kRegisterTiersSql);
+  conn_.prepare("lead", kLeadSql);
+  conn_.prepare("depose", kDeposeSql);
+  conn_.prepare("rescue_lost", kRescueLostSql);
+  conn_.prepare("forget_nodes", kForgetNodesSql);
+  conn_.prepare("prune_finished", kPruneFinishedSql);
   conn_.prepare("register_node", kRegisterNodeSql);
   conn_.prepare("heartbeat", kHeartbeatSql);
   conn_.prepare("remove_node", kRemoveNodeSql);
@@ -711,6 +820,37 @@ void JobStore::RemoveNode(const std::string& node) {
   pqxx::work tx(conn_, "remove_node");
   tx.exec_prepared("remove_node", node);
   tx.commit();
+}
+
+bool JobStore::TryLead(const std::string& node) {
+  pqxx::nontransaction tx(conn_, "lead");
+  return tx.exec_prepared1("lead", node)[0].as<bool>();
+}
+
+int JobStore::DeposeLostLeader() {
+  pqxx::nontransaction tx(conn_, "depose");
+  return tx.exec_prepared1("depose")[0].as<int>();
+}
+
+JobStore::Rescue JobStore::RescueLost(const std::string& also) {
+  pqxx::work tx(conn_, "rescue_lost");
+  pqxx::row row = tx.exec_prepared1("rescue_lost", also);
+  tx.commit();
+  return {row[0].as<int64_t>(), row[1].as<int64_t>(), row[2].as<std::string>()};
+}
+
+int JobStore::ForgetNodes(int64_t after_ms) {
+  pqxx::work tx(conn_, "forget_nodes");
+  int forgotten = Written(tx.exec_prepared("forget_nodes", after_ms));
+  tx.commit();
+  return forgotten;
+}
+
+int JobStore::PruneFinished(int64_t retention_ms, int batch) {
+  pqxx::work tx(conn_, "prune_finished");
+  int pruned = Written(tx.exec_prepared("prune_finished", retention_ms, batch));
+  tx.commit();
+  return pruned;
 }
 
 JobStore::Transition JobStore::OpenBreaker(int64_t channel, int64_t cooldown_ms,

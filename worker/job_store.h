@@ -99,6 +99,28 @@ class JobStore {
   // Removes the node's row (clean shutdown).
   void RemoveNode(const std::string& node);
 
+  // ---- Fleet maintenance (the leader's; see job_store.cc) ----
+
+  // Takes the fleet's leadership for this connection's session, which it names after `node`,
+  // if no other session holds it (or this one already does). It ends with the connection.
+  bool TryLead(const std::string& node);
+  // Terminates the leader's connection if it belongs to no node with a running lease (a frozen
+  // or cut-off leader). Returns the connections terminated (0 or 1).
+  int DeposeLostLeader();
+  // Returns the executing jobs of nodes whose lease ran out, and of the node `also` (a node
+  // restarting under its old name; empty for none), to the queue, or discards those that used
+  // their last attempt.
+  struct Rescue {
+    int64_t jobs = 0;
+    int64_t discarded = 0;
+    std::string nodes;  // the lost nodes, comma-separated
+  };
+  Rescue RescueLost(const std::string& also = "");
+  // Removes the rows of nodes whose lease ended over `after_ms` ago and that own no job.
+  int ForgetNodes(int64_t after_ms);
+  // Deletes up to `batch` jobs finished over `retention_ms` ago. Returns how many.
+  int PruneFinished(int64_t retention_ms, int batch);
+
   // ---- Breaker transitions (compare-and-set; see job_store.cc) ----
 
   // done: this call made the transition (no other node or operator did it first);

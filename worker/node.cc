@@ -14,6 +14,7 @@
 #include "http_sender.h"
 #include "job_store.h"
 #include "logger.h"
+#include "maintenance.h"
 #include "migrations.h"
 #include "migrator.h"
 #include "queue_runner.h"
@@ -23,10 +24,6 @@
 
 namespace bulkhead {
 namespace {
-
-// A node whose heartbeat is this old has lost its lease (used by rescue, issue 8).
-constexpr int64_t kLeaseMs = 30'000;
-constexpr auto kHeartbeatEvery = std::chrono::seconds(5);
 
 std::string HostName() {
   char host[256] = {};
@@ -125,7 +122,20 @@ int Node::Run() {
       return kExitFailure;
     }
     store.Get().RegisterTiers(tier_names);
-    store.Get().RegisterNode(options.node, HostName(), getpid(), kVersion, tier_names, kLeaseMs);
+    // A node restarting under its old name (a fixed `node`) finds the jobs its previous life
+    // left executing: they would look alive under the new lease, so they go back first.
+    JobStore::Rescue own = store.Get().RescueLost(options.node);
+    if (own.jobs > 0) {
+      Log(LogLevel::kWarn, "jobs_rescued",
+          {{"jobs", own.jobs},
+           {"discarded", own.discarded},
+           {"nodes", own.nodes},
+           {"detail",
+            "returned jobs left executing by nodes without a lease (this node's "
+            "previous run among them) to the queue"}});
+    }
+    store.Get().RegisterNode(options.node, HostName(), getpid(), kVersion, tier_names,
+                             options.lease_ms);
   } catch (const std::exception& e) {
     Log(LogLevel::kError, "start_failed", {{"error", FirstLine(e.what())}});
     return kExitFailure;
@@ -136,6 +146,8 @@ int Node::Run() {
   CompletionWriter writer({database_, options.node, options.completion_batch_size,
                            std::chrono::milliseconds(options.completion_flush_ms)});
   BreakerKeeper keeper({database_, config_.tiers});
+  Maintenance maintenance(
+      {database_, options.node, std::chrono::milliseconds(options.retention_ms)});
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
   auto sender = std::make_unique<HttpSender>();
   for (const auto& tier : config_.tiers) {
@@ -160,17 +172,19 @@ int Node::Run() {
   for (const auto& tier : config_.tiers) tiers[tier.name] = {{"workers", tier.workers}};
   Log(LogLevel::kInfo, "node_started", {{"version", kVersion}, {"tiers", tiers}});
 
-  // Until the first stop signal: heartbeat.
+  // Until the first stop signal: heartbeat, five times per lease, so that a slow statement or
+  // two does not cost the node its lease.
+  const auto heartbeat_every = std::chrono::milliseconds(options.lease_ms / 5);
   int sig = 0;
-  auto next_heartbeat = std::chrono::steady_clock::now() + kHeartbeatEvery;
+  auto next_heartbeat = std::chrono::steady_clock::now() + heartbeat_every;
   while (true) {
-    sig = WaitForSignal(std::chrono::milliseconds(1000));
+    sig = WaitForSignal(std::min(std::chrono::milliseconds(1000), heartbeat_every));
     if (sig == SIGTERM || sig == SIGINT) break;
     if (sig == SIGHUP) Reload(runners, keeper);
     if (std::chrono::steady_clock::now() >= next_heartbeat) {
-      next_heartbeat = std::chrono::steady_clock::now() + kHeartbeatEvery;
+      next_heartbeat = std::chrono::steady_clock::now() + heartbeat_every;
       try {
-        store.Get().Heartbeat(options.node, kLeaseMs);
+        store.Get().Heartbeat(options.node, options.lease_ms);
       } catch (const std::exception& e) {
         Log(LogLevel::kWarn, "heartbeat_failed", {{"error", FirstLine(e.what())}});
         store.Reset();

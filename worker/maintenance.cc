@@ -1,0 +1,127 @@
+#include "maintenance.h"
+
+#include "logger.h"
+
+namespace bulkhead {
+namespace {
+
+// A node row whose lease ended this long ago, with no job left, is forgotten.
+constexpr int64_t kForgetNodesAfterMs = 3'600'000;
+// Prune batches per run, at most: a backlog of old rows is worked off over several minutes.
+constexpr int kMaxPruneBatches = 100;
+
+}  // namespace
+
+Maintenance::Maintenance(Options options)
+    : options_(std::move(options)), store_(options_.database), thread_([this] { Run(); }) {}
+
+Maintenance::~Maintenance() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void Maintenance::Run() {
+  auto backoff = std::chrono::milliseconds(100);
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    auto now = std::chrono::steady_clock::now();
+    auto next = now + options_.elect_every;
+    try {
+      if (!leader_) {
+        if (!store_.Get().TryLead(options_.node) && store_.Get().DeposeLostLeader() > 0) {
+          Log(LogLevel::kWarn, "leader_deposed",
+              {{"detail",
+                "the leader's node has no lease (frozen or cut off): its "
+                "maintenance connection was terminated"}});
+        }
+        if (!leader_ && store_.Get().TryLead(options_.node)) {
+          leader_ = true;
+          next_rescue_ = next_park_ = next_reconcile_ = now;
+          next_prune_ = now + options_.rescue_every;  // rescue first, prune after
+          Log(LogLevel::kInfo, "leader_elected",
+              {{"detail",
+                "this node now runs the fleet's maintenance (rescue, pruning, "
+                "the parked reconciler)"}});
+        }
+      }
+      if (leader_) {
+        Lead(now);
+        next = std::min({next_rescue_, next_park_, next_reconcile_, next_prune_});
+      }
+      backoff = std::chrono::milliseconds(100);
+    } catch (const std::exception& e) {
+      if (leader_) {
+        Log(LogLevel::kWarn, "leadership_lost",
+            {{"error", FirstLine(e.what())},
+             {"detail", "the maintenance connection failed; another node may take over"}});
+      } else {
+        Log(LogLevel::kWarn, "maintenance_failed", {{"error", FirstLine(e.what())}});
+      }
+      leader_ = false;
+      store_.Reset();  // closing the connection releases the lock, if it was still held
+      next = std::chrono::steady_clock::now() + backoff;
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+    lock.lock();
+    cv_.wait_until(lock, next, [&] { return stop_; });
+  }
+}
+
+void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
+  JobStore& store = store_.Get();
+  if (now >= next_rescue_) {
+    next_rescue_ = now + options_.rescue_every;
+    JobStore::Rescue rescue = store.RescueLost();
+    if (rescue.jobs > 0) {
+      rescued_ += rescue.jobs;
+      Log(LogLevel::kWarn, "jobs_rescued",
+          {{"jobs", rescue.jobs},
+           {"discarded", rescue.discarded},
+           {"nodes", rescue.nodes},
+           {"detail", "returned the jobs of nodes whose lease ran out to the queue"}});
+    }
+  }
+  if (now >= next_park_) {
+    next_park_ = now + options_.park_every;
+    auto [parked, channels] = store.ParkBehindOpenBreakers();
+    if (parked > 0) {
+      Log(LogLevel::kInfo, "parked_behind_open",
+          {{"jobs", parked},
+           {"channels", channels},
+           {"detail", "parked jobs enqueued while their breaker was opening"}});
+    }
+  }
+  if (now >= next_reconcile_) {
+    next_reconcile_ = now + options_.reconcile_every;
+    auto [jobs, channels] = store.ReconcileParked();
+    if (jobs > 0) {
+      Log(LogLevel::kWarn, "parked_reconciled",
+          {{"jobs", jobs},
+           {"channels", channels},
+           {"detail", "unparked jobs that waited behind closed breakers"}});
+    }
+  }
+  if (now >= next_prune_) {
+    next_prune_ = now + options_.prune_every;
+    int64_t total = 0;
+    for (int batch = 0; batch < kMaxPruneBatches; ++batch) {
+      int pruned = store.PruneFinished(options_.retention.count(), options_.prune_batch);
+      total += pruned;
+      if (pruned < options_.prune_batch) break;
+    }
+    pruned_ += total;
+    if (total > 0) {
+      Log(LogLevel::kInfo, "jobs_pruned",
+          {{"jobs", total}, {"retention_ms", options_.retention.count()}});
+    }
+    int forgotten = store.ForgetNodes(kForgetNodesAfterMs);
+    if (forgotten > 0) Log(LogLevel::kInfo, "nodes_forgotten", {{"nodes", forgotten}});
+  }
+}
+
+}  // namespace bulkhead

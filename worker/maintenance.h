@@ -1,0 +1,90 @@
+// Maintenance: the fleet's housekeeping, run by exactly one node at a time — the leader.
+//
+// Every node runs a Maintenance thread with a connection of its own. Every `elect_every` it
+// tries to take a session-level advisory lock on that connection (JobStore::TryLead); the node
+// that holds it is the leader. The lock lives exactly as long as the connection: when the
+// leader dies (kill -9, OOM, a deploy) or loses its connection, Postgres releases it and
+// another node takes over at its next try — within `elect_every`, two seconds by default. No
+// row names the leader, so no crash can leave a stale one behind.
+//
+// What the leader does:
+// - every `rescue_every` (2 s): returns the executing jobs of nodes whose lease ran out to
+//   the queue (JobStore::RescueLost), so a node killed mid-delivery costs its jobs one lease
+//   (15 s by default) plus up to 2 s, not a fixed job timeout;
+// - every second: parks jobs that slipped in as available behind an opening breaker;
+// - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker);
+// - every minute: prunes finished jobs older than the retention, in batches of 10,000 until a
+//   batch comes back short (at most 100 batches a run), and forgets the rows of nodes whose
+//   lease ended over an hour ago.
+// A leader that loses its connection stops being leader; on reconnect it competes again. A
+// leader that keeps its connection but not its lease — frozen by SIGSTOP, or cut off from the
+// fleet while its maintenance connection lives — would hold the lock for ever: a node that
+// fails to take the lock checks whether its holder's node still has a lease, and if not,
+// terminates that connection (JobStore::DeposeLostLeader), so leadership moves within a lease.
+//
+// Threads: the maintenance thread owns the connection; is_leader() from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "store_connection.h"
+
+namespace bulkhead {
+
+class Maintenance {
+ public:
+  struct Options {
+    std::string database;  // libpq connection string
+    std::string node;      // this node's name (the maintenance connection is named after it)
+    std::chrono::milliseconds retention{7LL * 24 * 3600 * 1000};
+    std::chrono::milliseconds elect_every{2000};
+    std::chrono::milliseconds rescue_every{2000};
+    std::chrono::milliseconds park_every{1000};
+    std::chrono::milliseconds reconcile_every{5000};
+    std::chrono::milliseconds prune_every{60000};
+    int prune_batch = 10000;
+  };
+
+  explicit Maintenance(Options options);
+  ~Maintenance();  // stops the thread; closing the connection hands leadership on
+  Maintenance(const Maintenance&) = delete;
+  Maintenance& operator=(const Maintenance&) = delete;
+
+  bool is_leader() const { return leader_.load(); }
+  // Jobs this node rescued and pruned as leader, since start.
+  uint64_t rescued() const { return rescued_.load(); }
+  uint64_t pruned() const { return pruned_.load(); }
+
+ private:
+  void Run();
+  // One round of the leader's duties that are due at `now`. Throws pqxx errors.
+  void Lead(std::chrono::steady_clock::time_point now);
+
+  // Constant after construction.
+  const Options options_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+
+  std::atomic<bool> leader_{false};
+  std::atomic<uint64_t> rescued_{0};
+  std::atomic<uint64_t> pruned_{0};
+
+  // Only touched by the maintenance thread.
+  StoreConnection store_;
+  std::chrono::steady_clock::time_point next_rescue_{};
+  std::chrono::steady_clock::time_point next_park_{};
+  std::chrono::steady_clock::time_point next_reconcile_{};
+  std::chrono::steady_clock::time_point next_prune_{};
+
+  std::thread thread_;  // started last
+};
+
+}  // namespace bulkhead
