@@ -57,7 +57,7 @@ class BreakerBoardTest : public ::testing::Test {
     return End(job, BreakerSignal::kFailure);
   }
 
-  BreakerBoard board_{{5, 2000ms}};
+  BreakerBoard board_{{5, 2000ms, 5}};
   Clock::time_point now_ = Clock::time_point{} + 1000h;
 };
 
@@ -102,6 +102,16 @@ TEST_F(BreakerBoardTest, SlowCallsInFlightTripBeforeAnyAttemptEnds) {
   EXPECT_EQ(trips[0].channel, kChannel);
   EXPECT_EQ(trips[0].reason, "5 attempts in flight longer than slow_call_ms (2000 ms)");
   EXPECT_TRUE(board_.CheckSlow(now_ + 10s).empty());  // once
+}
+
+TEST_F(BreakerBoardTest, AChannelCappedBelowTheThresholdTripsWhenAllItMayRunIsSlow) {
+  board_.SetSettings({5, 2000ms, 2});  // a channel cap of 2 (the bulk tier)
+  Send(1);
+  Send(2);
+  now_ += 2s;
+  auto trips = board_.CheckSlow(now_);
+  ASSERT_EQ(trips.size(), 1u);
+  EXPECT_EQ(trips[0].reason, "2 attempts in flight longer than slow_call_ms (2000 ms)");
 }
 
 TEST_F(BreakerBoardTest, SlowCallsAddToFailures) {
@@ -175,7 +185,7 @@ TEST_F(BreakerBoardTest, ForgetsChannelsWithNothingToRemember) {
 }
 
 TEST_F(BreakerBoardTest, NewSettingsApplyToTheNextCount) {
-  board_.SetSettings({2, 500ms});
+  board_.SetSettings({2, 500ms, 2});
   EXPECT_FALSE(Fail(1));
   EXPECT_TRUE(Fail(2));
   board_.Learn(kChannel, true);

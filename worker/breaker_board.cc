@@ -69,7 +69,8 @@ std::vector<BreakerBoard::Trip> BreakerBoard::CheckSlow(Clock::time_point now) {
   for (auto& [id, c] : channels_) {
     if (c.open || c.in_flight.empty()) continue;
     int slow = SlowCalls(c, now);
-    if (slow > 0 && c.failures + slow >= settings_.failure_threshold) {
+    if (slow > 0 &&
+        (c.failures + slow >= settings_.failure_threshold || slow >= settings_.slow_quorum)) {
       trips.push_back(TripNow(id, c, slow));
     }
   }

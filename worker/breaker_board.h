@@ -15,7 +15,8 @@
 //   requests time out: with the defaults (5, 2 s) a channel with five requests hanging trips
 //   two seconds after they were sent, not after the 10 s request timeout. A slow call that then
 //   succeeds is a success.
-// When failures in a row plus slow calls in flight reach `failure_threshold`, the board
+// When failures in a row plus slow calls in flight reach `failure_threshold` — or slow calls
+// alone reach `slow_quorum`, every attempt the channel may have in flight here — the board
 // returns a Trip once, and from then on treats the channel as open — it counts nothing for it
 // — until it learns that the breaker closed (Learn, or Resync from the database).
 //
@@ -55,6 +56,10 @@ class BreakerBoard {
   struct Settings {
     int failure_threshold = 5;
     std::chrono::milliseconds slow_call{2000};
+    // Slow calls alone that trip the breaker: at most failure_threshold, and no more than a
+    // channel can have in flight on this node (its cap). Without it, a tier whose channel cap
+    // is below the threshold (the bulk tier: 2 of 5 workers) could never trip on slow calls.
+    int slow_quorum = 5;
   };
 
   // The board's request to open a channel's breaker, with the reason for operators.

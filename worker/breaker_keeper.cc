@@ -1,14 +1,18 @@
 #include "breaker_keeper.h"
 
+#include <algorithm>
 #include <charconv>
 
+#include "cap_ledger.h"
 #include "logger.h"
 
 namespace bulkhead {
 namespace {
 
 BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
-  return {tier.failure_threshold, std::chrono::milliseconds(tier.slow_call_ms)};
+  int cap = CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share).channel;
+  return {tier.failure_threshold, std::chrono::milliseconds(tier.slow_call_ms),
+          std::min(tier.failure_threshold, cap)};
 }
 
 }  // namespace

@@ -22,10 +22,13 @@ namespace {
 // - One scan per priority, in priority order, each stopping at the first job not yet due
 //   (`scheduled_at <= now()` bounds the index range), so retries waiting for hours never
 //   lengthen a claim. Priority 2 and 3 are read only when the fresh jobs did not fill the
-//   limit. Fresh jobs (1) are scanned to the limit directly: channels at their cap have their
-//   backlog demoted to 2, so little of theirs is there to step over. Demoted and unparked jobs
-//   are read through a window of the first limit + 1000 rows: a channel at its cap with a
-//   100,000-job demoted backlog costs each claim at most that window, not its backlog.
+//   limit. Each scan reads jobs_claim in order through a window of at most limit + 1000 rows,
+//   leaves out what is capped, and locks the rest one by one through the primary key until
+//   it has `limit` (a LATERAL: the planner cannot turn it into a hash join or a seq scan, which
+//   it would otherwise pick from its low estimate of the cap filters). Rows are read only as
+//   far as needed, so an uncapped claim reads `limit` rows; a capped channel with a 100,000-job
+//   backlog ahead costs a claim at most the window, not its backlog. Capped backlogs are
+//   demoted to priority 2, so little of theirs lies in the fresh window.
 // - Refill ($10): channels this node demoted and still runs get their next jobs through
 //   jobs_channel_available, so a busy channel below its cap is refilled even when its jobs lie
 //   beyond the window behind another capped channel's backlog.
@@ -42,46 +45,51 @@ WITH flying AS (
 ), tenant_flying AS (
   SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), fresh AS (
-  SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
-    FROM bulkhead.jobs j
-   WHERE j.queue = $1 AND j.state = 'available' AND j.priority = 1 AND j.scheduled_at <= now()
-     AND j.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
-     AND j.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
-   ORDER BY j.scheduled_at, j.id
+  SELECT d.*
+    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 1
+             AND k.scheduled_at <= now()
+           ORDER BY k.scheduled_at, k.id
+           LIMIT $2 + 1000) AS w
+   CROSS JOIN LATERAL (
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+           FROM bulkhead.jobs j
+          WHERE j.id = w.id AND j.state = 'available'
+            FOR UPDATE SKIP LOCKED) AS d
+   WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+     AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
    LIMIT $2
-     FOR UPDATE SKIP LOCKED
-), window2 AS MATERIALIZED (
-  SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
-   WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 2 AND k.scheduled_at <= now()
-     AND (SELECT count(*) FROM fresh) < $2
-   ORDER BY k.scheduled_at, k.id
-   LIMIT $2 + 1000
 ), demoted AS (
-  SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
-    FROM (SELECT w.id FROM window2 w
-           WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
-             AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))) AS w
-    JOIN bulkhead.jobs j ON j.id = w.id
-   WHERE j.state = 'available'
-   ORDER BY j.scheduled_at, j.id
+  SELECT d.*
+    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 2
+             AND k.scheduled_at <= now() AND (SELECT count(*) FROM fresh) < $2
+           ORDER BY k.scheduled_at, k.id
+           LIMIT $2 + 1000) AS w
+   CROSS JOIN LATERAL (
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+           FROM bulkhead.jobs j
+          WHERE j.id = w.id AND j.state = 'available'
+            FOR UPDATE SKIP LOCKED) AS d
+   WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+     AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
    LIMIT $2
-     FOR UPDATE OF j SKIP LOCKED
-), window3 AS MATERIALIZED (
-  SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
-   WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 3 AND k.scheduled_at <= now()
-     AND (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2
-   ORDER BY k.scheduled_at, k.id
-   LIMIT $2 + 1000
 ), unparked AS (
-  SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
-    FROM (SELECT w.id FROM window3 w
-           WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
-             AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))) AS w
-    JOIN bulkhead.jobs j ON j.id = w.id
-   WHERE j.state = 'available'
-   ORDER BY j.scheduled_at, j.id
+  SELECT d.*
+    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 3
+             AND k.scheduled_at <= now()
+             AND (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2
+           ORDER BY k.scheduled_at, k.id
+           LIMIT $2 + 1000) AS w
+   CROSS JOIN LATERAL (
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+           FROM bulkhead.jobs j
+          WHERE j.id = w.id AND j.state = 'available'
+            FOR UPDATE SKIP LOCKED) AS d
+   WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+     AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
    LIMIT $2
-     FOR UPDATE OF j SKIP LOCKED
 ), refill AS (
   SELECT next.*
     FROM unnest($10::bigint[]) AS c(channel_id)
@@ -732,6 +740,9 @@ std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
     tenant_counts.push_back(n);
   }
   pqxx::work tx(conn_, "claim");
+  // The claim's custom plans cost more to make (5–10 ms, for its many CTEs) than to run, and
+  // its generic plan is as good for every parameter: the LATERALs fix its shape. Plan once.
+  tx.exec0("SET LOCAL plan_cache_mode = force_generic_plan");
   pqxx::result rows = tx.exec_prepared(
       "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
       PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(limits.refill));
