@@ -70,6 +70,24 @@ TEST(CapLedger, ATenantsDemotionRefillsItsChannels) {
   EXPECT_EQ(refill, (std::vector<int64_t>{1, 2}));
 }
 
+TEST(CapLedger, AnEndedJobOfADemotedChannelOpensASlotForItsBacklog) {
+  CapLedger ledger({3, 10});
+  ledger.Add(1, 100);
+  ledger.Add(1, 100);
+  EXPECT_FALSE(ledger.Remove(1, 100));  // below its cap, nothing held back
+  ledger.Add(1, 100);
+  ASSERT_TRUE(ledger.DemoteChannelDue(1, CapLedger::Clock::time_point{} + 1h));
+  EXPECT_TRUE(ledger.Remove(1, 100));  // demoted: its backlog waits for this slot
+  EXPECT_TRUE(ledger.Remove(1, 100));
+  EXPECT_EQ(ledger.in_flight(1), 0);
+  EXPECT_EQ(ledger.Limits().refill, std::vector<int64_t>{1});  // remembered at 0, refilled
+  ledger.Forget(CapLedger::Clock::time_point{} + 1h + 9s);
+  EXPECT_EQ(ledger.Limits().refill, std::vector<int64_t>{1});
+  ledger.Forget(CapLedger::Clock::time_point{} + 1h + 10s);
+  EXPECT_TRUE(ledger.Limits().refill.empty());
+  EXPECT_EQ(ledger.tracked(), 0u);  // the tenant, never demoted, went at 0 already
+}
+
 TEST(CapLedger, DemotesAtMostOnceASecondPerChannel) {
   CapLedger ledger({1, 10});
   ledger.Add(1, 100);

@@ -7,6 +7,8 @@ namespace bulkhead {
 namespace {
 
 constexpr auto kDemoteEvery = std::chrono::seconds(1);
+// How long a demoted channel (tenant) with nothing in flight stays in the ledger.
+constexpr auto kRememberDemoted = std::chrono::seconds(10);
 
 int CapOf(int workers, double share) {
   if (share >= 1.0) return workers;
@@ -31,17 +33,39 @@ CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
 bool CapLedger::Remove(int64_t channel, int64_t tenant) {
   bool opened = false;
   if (auto it = channels_.find(channel); it != channels_.end()) {
-    opened |= it->second.n >= caps_.channel;
-    if (--it->second.n <= 0) {
+    // At its cap, or with a demoted backlog: the channel has more waiting that the caps held
+    // back, and this slot is for it.
+    opened |= it->second.n >= caps_.channel || it->second.demoted;
+    // A demoted channel is remembered at 0 in flight too (until Forget), so that its backlog
+    // is refilled and its next completions still wake the runner.
+    if (--it->second.n <= 0 && !it->second.demoted) {
       channels_.erase(it);
       tenant_of_.erase(channel);
     }
   }
   if (auto it = tenants_.find(tenant); it != tenants_.end()) {
-    opened |= it->second.n >= caps_.tenant;
-    if (--it->second.n <= 0) tenants_.erase(it);
+    opened |= it->second.n >= caps_.tenant || it->second.demoted;
+    if (--it->second.n <= 0 && !it->second.demoted) tenants_.erase(it);
   }
   return opened;
+}
+
+void CapLedger::Forget(Clock::time_point now) {
+  for (auto it = channels_.begin(); it != channels_.end();) {
+    if (it->second.n <= 0 && now - it->second.demoted_at >= kRememberDemoted) {
+      tenant_of_.erase(it->first);
+      it = channels_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = tenants_.begin(); it != tenants_.end();) {
+    if (it->second.n <= 0 && now - it->second.demoted_at >= kRememberDemoted) {
+      it = tenants_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 bool CapLedger::Due(Count& c, Clock::time_point now) {
@@ -67,7 +91,7 @@ ClaimLimits CapLedger::Limits() const {
   limits.tenant_cap = caps_.tenant;
   limits.channels_in_flight.reserve(channels_.size());
   for (const auto& [id, c] : channels_) {
-    limits.channels_in_flight.emplace_back(id, c.n);
+    if (c.n > 0) limits.channels_in_flight.emplace_back(id, c.n);
     if (c.n >= caps_.channel) continue;
     bool tenant_demoted = false;
     if (auto t = tenant_of_.find(id); t != tenant_of_.end()) {
@@ -76,7 +100,9 @@ ClaimLimits CapLedger::Limits() const {
     }
     if (c.demoted || tenant_demoted) limits.refill.push_back(id);
   }
-  for (const auto& [id, c] : tenants_) limits.tenants_in_flight.emplace_back(id, c.n);
+  for (const auto& [id, c] : tenants_) {
+    if (c.n > 0) limits.tenants_in_flight.emplace_back(id, c.n);
+  }
   return limits;
 }
 

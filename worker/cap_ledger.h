@@ -55,8 +55,12 @@ class CapLedger {
   };
   // A job of `channel` (of `tenant`) is now in flight.
   Reached Add(int64_t channel, int64_t tenant);
-  // It ended. Returns true when its channel or tenant was at its cap: a slot opened for it.
+  // It ended. Returns true when its channel or tenant was at its cap or has a demoted backlog:
+  // the caps held jobs of it back, and a slot opened for them (the runner claims again).
   bool Remove(int64_t channel, int64_t tenant);
+
+  // Drops demoted channels and tenants that have had nothing in flight for 10 s.
+  void Forget(Clock::time_point now);
 
   // Whether the channel's (tenant's) backlog should be demoted now; if so, remembers `now`.
   bool DemoteChannelDue(int64_t channel, Clock::time_point now);

@@ -124,7 +124,7 @@ void QueueRunner::Run() {
     if (free > 0 && now >= next_probe) {
       next_probe = now + kProbeEvery;
       lock.unlock();
-      Demote(Dispatch(ClaimProbes(free)));
+      (void)Demote(Dispatch(ClaimProbes(free)));
       lock.lock();
       continue;
     }
@@ -141,10 +141,11 @@ void QueueRunner::Run() {
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, &taken);
       next_poll = NextPoll();
       CapsReached reached = Dispatch(std::move(jobs));
-      // A claim that brought a channel or tenant to its cap may have left others' jobs
-      // behind it: claim again once its backlog is demoted.
-      more = taken == free || !reached.channels.empty() || !reached.tenants.empty();
-      Demote(reached);
+      // A claim that brought a channel or tenant to its cap, and so demoted its backlog, may
+      // have left others' fresh jobs behind that backlog: claim again at once. (Without a
+      // demotion, its backlog is where it was, and an empty claim would only read it again.)
+      bool demoted = Demote(reached);
+      more = taken == free || demoted;
       lock.lock();
       continue;
     }
@@ -161,7 +162,8 @@ void QueueRunner::Run() {
   }
 }
 
-void QueueRunner::Demote(const CapsReached& reached) {
+bool QueueRunner::Demote(const CapsReached& reached) {
+  bool any = false;
   const std::string& tier = options_.tier.name;
   const auto now = std::chrono::steady_clock::now();
   // Tenants first: a tenant's demotion covers its channels, so a channel that reached its cap
@@ -175,6 +177,7 @@ void QueueRunner::Demote(const CapsReached& reached) {
       std::lock_guard lock(mu_);
       if (!caps_.DemoteTenantDue(tenant, now)) continue;
     }
+    any = true;
     try {
       demoted_ += store_.Get().DemoteTenant(tenant);
     } catch (const std::exception& e) {
@@ -195,6 +198,7 @@ void QueueRunner::Demote(const CapsReached& reached) {
       std::lock_guard lock(mu_);
       if (!caps_.DemoteChannelDue(channel, now)) continue;
     }
+    any = true;
     try {
       demoted_ += store_.Get().DemoteChannel(channel);
     } catch (const std::exception& e) {
@@ -203,6 +207,7 @@ void QueueRunner::Demote(const CapsReached& reached) {
       store_.Reset();
     }
   }
+  return any;
 }
 
 void QueueRunner::LogCapsSummary(std::chrono::steady_clock::time_point now) {
@@ -239,6 +244,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
       ClaimLimits limits;
       {
         std::lock_guard lock(mu_);
+        caps_.Forget(std::chrono::steady_clock::now());
         limits = caps_.Limits();
       }
       std::vector<ClaimedJob> jobs =

@@ -113,8 +113,9 @@ class QueueRunner {
     std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
     std::vector<int64_t> tenants;
   };
-  // Demotes the backlogs that reached their cap (runner thread); logs a summary once a minute.
-  void Demote(const CapsReached& reached);
+  // Demotes the backlogs that reached their cap (runner thread). Returns whether a demotion
+  // statement ran.
+  bool Demote(const CapsReached& reached);
   void LogCapsSummary(std::chrono::steady_clock::time_point now);
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
