@@ -1,14 +1,37 @@
 // bulkhead-engine-bench: measures the delivery engine on this machine, with the real
-// `bulkhead run` binary, a real PostgreSQL and a loopback HTTP receiver that answers 200 at
-// once. Run it through load/engine_bench.sh, which starts an embedded PostgreSQL and builds.
+// `bulkhead run` binary, a real PostgreSQL and a loopback HTTP receiver. Run it through
+// load/engine_bench.sh, which starts an embedded PostgreSQL and builds.
 //
-//   throughput  enqueue a burst (--jobs, default 100000) over --channels (20) channels, then
-//               start one node with --workers (200) slots and time the drain to `completed`.
-//               Prints deliveries/s, and the node's CPU seconds and peak resident memory.
+//   throughput  enqueue a burst (--jobs, default 100000) over --channels (20) channels, each
+//               of its own tenant unless --tenants T puts channel i on tenant i mod T, then
+//               start one node with --workers (200) slots and time the drain to `completed`
+//               against a receiver that answers 200 at once. --share S (0.5, the shipped
+//               default) sets both channel_share and tenant_share in the tier file; 1 means no
+//               caps. Prints deliveries/s, the node's CPU seconds and peak resident memory, the
+//               most rows `executing` in one 100 ms sample (in flight, plus delivered ones
+//               whose result the node has not written yet), and how many jobs were claimed
+//               from a demoted backlog (priority 2: a channel or tenant reached its cap).
 //   latency     start a node, then enqueue --rate (50) deliveries a second for --seconds (20),
 //               each in its own transaction; the latency of one delivery is the time from its
 //               COMMIT returning to the receiver reading the request. Prints p50/p95/p99/max.
+//   isolation   the caps alone against two offenders (the breaker kept out of the way:
+//               failure_threshold 1000, slow_call_ms 3600000; request_timeout_ms 10000), on
+//               tier default with --workers (20) slots. Tenants: `healthy`, one channel whose
+//               receiver answers after 25 ms; `dead`, one channel to a path that never
+//               answers; `many`, 40 channels to such paths. Phase baseline: healthy alone at
+//               --rate (50) a second for --seconds (10), as in latency. Phase broken: a backlog
+//               of 1,000 to dead and 25 to each of many's channels (enqueue_many), a wait until
+//               the two hold every slot the caps let them (min(workers, dead's cap + many's
+//               cap); all of them without caps), then the same healthy traffic. Each phase
+//               waits up to 12 s after its last enqueue for stragglers; a delivery not received
+//               by then ranks above every received one in the percentiles ("not received").
+//               A sampler reads the jobs executing per tenant every 100 ms from the backlog to
+//               the end. The broken phase is also shown by the second in which each delivery
+//               was committed. Runs once per share in --shares (0.5,1: with the shipped caps,
+//               then without), each from an empty schema with a node of its own, and ends with
+//               a table of all of them side by side.
 //
+// Every run prints the 1-minute load average before and after: the machine is shared.
 // Every run starts from an empty bulkhead schema in the given database (it migrates down and
 // up), so do not point it at a database you care about.
 #include <curl/curl.h>
@@ -17,19 +40,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <pqxx/pqxx>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cap_ledger.h"
 #include "http_receiver.h"
 #include "migrations.h"
 #include "migrator.h"
@@ -41,20 +69,26 @@ using bulkhead::testing::HttpReceiver;
 using bulkhead::testing::NodeProcess;
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kUsage =
+    "usage: bulkhead-engine-bench throughput|latency|isolation --database URL [--jobs N] "
+    "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
+    "[--seconds N]\n";
+
 struct Args {
   std::string mode;
   std::string database;
-  int jobs = 100000;
-  int channels = 20;
-  int workers = 200;
-  int rate = 50;
-  int seconds = 20;
+  int jobs = 100000;                        // throughput
+  int channels = 20;                        // throughput
+  int tenants = 0;                          // throughput: 0 is one tenant per channel
+  int workers = 0;                          // 0: the mode's default (throughput 200, else 20)
+  double share = 0.5;                       // throughput
+  std::vector<double> shares = {0.5, 1.0};  // isolation
+  int rate = 50;                            // latency, isolation
+  int seconds = 0;                          // 0: the mode's default (latency 20, isolation 10)
 };
 
 int Usage(const std::string& message) {
-  std::cerr << "bulkhead-engine-bench: " << message
-            << "\nusage: bulkhead-engine-bench throughput|latency --database URL [--jobs N] "
-               "[--channels N] [--workers N] [--rate N] [--seconds N]\n";
+  std::cerr << "bulkhead-engine-bench: " << message << "\n" << kUsage;
   return 2;
 }
 
@@ -66,20 +100,56 @@ void ResetSchema(const std::string& database) {
   if (!result.ok()) throw std::runtime_error(result.error);
 }
 
-std::vector<int64_t> MakeChannels(pqxx::connection& conn, int n, const std::string& url) {
-  std::vector<int64_t> channels;
+// `n` channels to `url`; channel i belongs to tenant i mod `tenants` (0: a tenant each).
+std::vector<int64_t> MakeChannels(pqxx::connection& conn, int n, const std::string& url,
+                                  int tenants = 0) {
+  if (tenants <= 0) tenants = n;
+  std::vector<int64_t> channels, tenant_ids;
   pqxx::work tx(conn);
+  for (int i = 0; i < tenants; ++i) {
+    tenant_ids.push_back(
+        tx.exec_params1("INSERT INTO bulkhead.tenants (name) VALUES ($1) RETURNING id",
+                        "bench-" + std::to_string(i))[0]
+            .as<int64_t>());
+  }
   for (int i = 0; i < n; ++i) {
-    int64_t tenant = tx.exec_params1("INSERT INTO bulkhead.tenants (name) VALUES ($1) RETURNING id",
-                                     "bench-" + std::to_string(i))[0]
-                         .as<int64_t>();
     channels.push_back(tx.exec_params1("INSERT INTO bulkhead.channels (tenant_id, url) "
                                        "VALUES ($1, $2) RETURNING id",
-                                       tenant, url)[0]
+                                       tenant_ids[i % tenants], url)[0]
                            .as<int64_t>());
   }
   tx.commit();
   return channels;
+}
+
+// "{1,2,3}": a bigint[] literal.
+std::string PgArray(const std::vector<int64_t>& ids) {
+  std::string s = "{";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s + "}";
+}
+
+// Enqueues `jobs` deliveries with enqueue_many, 1,000 per call and transaction; item i goes to
+// channels[i mod N], so every channel gets an equal share.
+void EnqueueBurst(pqxx::connection& conn, const std::vector<int64_t>& channels, int jobs) {
+  conn.prepare("burst",
+               "SELECT bulkhead.enqueue_many("
+               "  ARRAY(SELECT ($1::bigint[])[1 + i % cardinality($1::bigint[])]"
+               "          FROM generate_series(1, $2) i),"
+               "  ARRAY(SELECT jsonb_build_object('n', i, 'text', 'a message of about a "
+               "hundred bytes, like a chat notification') FROM generate_series(1, $2) i))");
+  const std::string array = PgArray(channels);
+  for (int done = 0; done < jobs;) {
+    int n = std::min(1000, jobs - done);
+    pqxx::work tx(conn);
+    tx.exec_prepared("burst", array, n);
+    tx.commit();
+    done += n;
+  }
+  conn.unprepare("burst");
 }
 
 // CPU seconds (user + system) and peak resident memory (VmHWM, MiB) of a running process.
@@ -99,50 +169,72 @@ std::pair<double, double> CpuAndPeakMemory(pid_t pid) {
   return {ticks / static_cast<double>(sysconf(_SC_CLK_TCK)), peak_mib};
 }
 
-nlohmann::json Tier(int workers) {
-  return {{"workers", workers}, {"connect_timeout_ms", 3000}, {"request_timeout_ms", 10000}};
+// The 1-, 5- and 15-minute load averages: how busy the two cores were besides this run.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+// A tier of `workers` slots with both shares at `share` (1: no caps).
+nlohmann::json Tier(int workers, double share = 0.5) {
+  return {{"workers", workers},
+          {"channel_share", share},
+          {"tenant_share", share},
+          {"connect_timeout_ms", 3000},
+          {"request_timeout_ms", 10000}};
+}
+
+// The caps a tier of `workers` slots gets at `share`, by the node's own rule.
+bulkhead::CapLedger::Caps CapsAt(int workers, double share) {
+  return bulkhead::CapLedger::For(workers, share, share);
+}
+
+// Starts the node and waits for its node_started line, then a second more for its LISTEN
+// connection, so that the first enqueue wakes it rather than the poll. False if it failed.
+bool StartNode(NodeProcess& node, const std::string& database) {
+  node.Start(database);
+  for (auto deadline = Clock::now() + std::chrono::seconds(30);;) {
+    if (node.Log().find("\"node_started\"") != std::string::npos) break;
+    if (auto code = node.Wait(std::chrono::milliseconds(50))) {
+      std::cerr << "the node exited with " << *code << ":\n" << node.Log();
+      return false;
+    }
+    if (Clock::now() > deadline) {
+      std::cerr << "the node did not start within 30 s:\n" << node.Log();
+      return false;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  return true;
 }
 
 int Throughput(const Args& args) {
   HttpReceiver receiver;
   ResetSchema(args.database);
   pqxx::connection conn(args.database);
-  std::vector<int64_t> channels = MakeChannels(conn, args.channels, receiver.Url("/fast"));
-  // Item i goes to channel i mod N, so every channel gets an equal share of the burst.
-  std::string channel_array = "{";
-  for (size_t i = 0; i < channels.size(); ++i) {
-    if (i > 0) channel_array += ',';
-    channel_array += std::to_string(channels[i]);
-  }
-  channel_array += "}";
-  conn.prepare("burst",
-               "SELECT bulkhead.enqueue_many("
-               "  ARRAY(SELECT ($1::bigint[])[1 + i % cardinality($1::bigint[])]"
-               "          FROM generate_series(1, $2) i),"
-               "  ARRAY(SELECT jsonb_build_object('n', i, 'text', 'a message of about a "
-               "hundred bytes, like a chat notification') FROM generate_series(1, $2) i))");
+  std::vector<int64_t> channels =
+      MakeChannels(conn, args.channels, receiver.Url("/fast"), args.tenants);
+  const int tenants = args.tenants > 0 ? args.tenants : args.channels;
   auto enqueue_start = Clock::now();
-  for (int done = 0; done < args.jobs;) {
-    int n = std::min(1000, args.jobs - done);
-    pqxx::work tx(conn);
-    tx.exec_prepared("burst", channel_array, n);
-    tx.commit();
-    done += n;
-  }
+  EnqueueBurst(conn, channels, args.jobs);
   double enqueue_s = std::chrono::duration<double>(Clock::now() - enqueue_start).count();
   {
     pqxx::nontransaction tx(conn);
     tx.exec("VACUUM ANALYZE bulkhead.jobs");
   }
 
+  const std::string load_before = LoadAverage();
   NodeProcess node({{"node", "bench"}, {"poll_interval_ms", 1000}},
-                   {{"default", Tier(args.workers)}});
+                   {{"default", Tier(args.workers, args.share)}});
   auto start = Clock::now();
   node.Start(args.database);
-  // Done when nothing is available or executing: both counts read only the small partial
-  // indexes (jobs_claim, jobs_executing), so watching costs the database little, unlike a
-  // count of the growing `completed` rows. A job stays executing until its result is written.
+  // Done when nothing is available or executing: both read only the small partial indexes
+  // (jobs_claim, jobs_executing), so watching costs the database little, unlike a count of
+  // the growing `completed` rows. A job stays executing until its result is written.
   double cpu_s = 0, peak_mib = 0;
+  int64_t max_executing = 0;
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (auto code = node.Wait(std::chrono::milliseconds(0))) {
@@ -151,14 +243,15 @@ int Throughput(const Args& args) {
     }
     std::tie(cpu_s, peak_mib) = CpuAndPeakMemory(node.pid());
     pqxx::work tx(conn);
-    bool done = tx.exec1(
-                      "SELECT NOT EXISTS (SELECT FROM bulkhead.jobs WHERE state = "
-                      "'available') AND NOT EXISTS (SELECT FROM bulkhead.jobs WHERE state = "
-                      "'executing')")[0]
-                    .as<bool>();
-    if (done) break;
+    pqxx::row row = tx.exec1(
+        "SELECT EXISTS (SELECT FROM bulkhead.jobs WHERE state = 'available'),"
+        "       (SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing')");
+    const int64_t executing = row[1].as<int64_t>();
+    max_executing = std::max(max_executing, executing);
+    if (!row[0].as<bool>() && executing == 0) break;
   }
   double drain_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::string load_after = LoadAverage();
   node.Signal(SIGTERM);
   node.Wait(std::chrono::seconds(30));
   size_t requests = receiver.request_count();
@@ -171,44 +264,121 @@ int Throughput(const Args& args) {
       }
     }
   }
-  int completed = 0;
+  int completed = 0, demoted = 0;
   {
     pqxx::work tx(conn);
-    completed =
-        tx.exec1("SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed'")[0].as<int>();
+    pqxx::row row = tx.exec1(
+        "SELECT count(*) FILTER (WHERE state = 'completed'),"
+        "       count(*) FILTER (WHERE state = 'completed' AND priority = 2)"
+        "  FROM bulkhead.jobs");
+    completed = row[0].as<int>();
+    demoted = row[1].as<int>();
   }
+  const auto caps = CapsAt(args.workers, args.share);
   std::printf(
-      "throughput: %d deliveries over %d channels, %d workers, one node\n"
+      "throughput: %d deliveries over %d channels of %d tenants, %d workers, one node\n"
+      "  channel_share = tenant_share = %g: caps %d per channel, %d per tenant%s\n"
       "  enqueued in %.2f s (enqueue_many, 1000 per call)\n"
       "  drained in %.2f s: %.0f deliveries/s (node start to the last `completed`)\n"
       "  node CPU %.2f s (%.0f%% of one core), peak resident memory %.1f MiB\n"
       "  completed %d, requests received %zu (duplicates %zd)\n"
-      "  claim statements per tier: %s\n",
-      args.jobs, args.channels, args.workers, enqueue_s, drain_s, args.jobs / drain_s, cpu_s,
+      "  rows executing at most %lld (100 ms samples; in flight or result not yet written)\n"
+      "  %d jobs claimed from a demoted backlog (priority 2)\n"
+      "  claim statements per tier: %s\n"
+      "  load average (1, 5, 15 min) before %s, after %s\n",
+      args.jobs, args.channels, tenants, args.workers, args.share, caps.channel, caps.tenant,
+      args.share >= 1.0 ? " (no caps)" : "", enqueue_s, drain_s, args.jobs / drain_s, cpu_s,
       100.0 * cpu_s / drain_s, peak_mib, completed, requests,
-      static_cast<ssize_t>(requests) - args.jobs, claims.c_str());
-  return 0;
+      static_cast<ssize_t>(requests) - args.jobs, static_cast<long long>(max_executing), demoted,
+      claims.c_str(), load_before.c_str(), load_after.c_str());
+  return completed == args.jobs ? 0 : 1;
 }
 
-int Latency(const Args& args) {
-  std::mutex mu;
-  std::map<std::string, Clock::time_point> received;  // webhook-id → when the receiver read it
-  HttpReceiver receiver([&](const bulkhead::testing::ReceivedRequest& r) {
-    auto now = Clock::now();
-    std::lock_guard lock(mu);
-    received.emplace(r.headers.at("webhook-id"), now);
-    return bulkhead::testing::Reply{};
-  });
-  ResetSchema(args.database);
-  pqxx::connection conn(args.database);
-  int64_t channel = MakeChannels(conn, 1, receiver.Url("/fast"))[0];
-  NodeProcess node({{"node", "bench"}, {"poll_interval_ms", 1000}}, {{"default", Tier(20)}});
-  node.Start(args.database);
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // let it start and go idle
+// Commit -> receipt latencies of a phase, sorted, in ms; a delivery not received counts as
+// +infinity, so that it ranks above every received one.
+struct Latencies {
+  std::vector<double> ms;
+  size_t received = 0;
 
+  // As the latency mode has always ranked: the element at floor(p × n).
+  double Percentile(double p) const {
+    return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, static_cast<size_t>(p * ms.size()))];
+  }
+  double Max() const { return ms.empty() ? 0.0 : ms.back(); }
+};
+
+std::string FormatMs(double ms) {
+  if (std::isinf(ms)) return "not received";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), ms < 1000 ? "%.2f ms" : "%.0f ms", ms);
+  return buf;
+}
+
+// The receiver's arrival time of each delivery, by webhook-id; filled on its thread.
+class Arrivals {
+ public:
+  void Record(const std::string& id, Clock::time_point at) {
+    std::lock_guard lock(mu_);
+    at_.emplace(id, at);
+  }
+  // How many of `committed` have arrived.
+  size_t Count(const std::map<std::string, Clock::time_point>& committed) const {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const auto& [id, at] : committed) n += at_.count(id);
+    return n;
+  }
+  // Waits until every one of `committed` has arrived or `timeout` passed.
+  void WaitFor(const std::map<std::string, Clock::time_point>& committed,
+               std::chrono::milliseconds timeout) const {
+    for (auto deadline = Clock::now() + timeout; Clock::now() < deadline;) {
+      if (Count(committed) == committed.size()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  Latencies Of(const std::map<std::string, Clock::time_point>& committed) const {
+    return BySecond(committed).all;
+  }
+  // The same, and split by the second of the phase in which each was committed.
+  struct Split {
+    Latencies all;
+    std::vector<Latencies> seconds;
+  };
+  Split BySecond(const std::map<std::string, Clock::time_point>& committed) const {
+    Split split;
+    if (committed.empty()) return split;
+    Clock::time_point first = committed.begin()->second;
+    for (const auto& [id, at] : committed) first = std::min(first, at);
+    std::lock_guard lock(mu_);
+    for (const auto& [id, at] : committed) {
+      auto second = static_cast<size_t>(std::chrono::duration<double>(at - first).count());
+      if (split.seconds.size() <= second) split.seconds.resize(second + 1);
+      auto it = at_.find(id);
+      double ms = it == at_.end()
+                      ? std::numeric_limits<double>::infinity()
+                      : std::chrono::duration<double, std::milli>(it->second - at).count();
+      for (Latencies* l : {&split.all, &split.seconds[second]}) {
+        l->ms.push_back(ms);
+        if (it != at_.end()) ++l->received;
+      }
+    }
+    std::sort(split.all.ms.begin(), split.all.ms.end());
+    for (auto& l : split.seconds) std::sort(l.ms.begin(), l.ms.end());
+    return split;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Clock::time_point> at_;  // guarded by mu_
+};
+
+// Enqueues `rate` deliveries a second to `channel` for `seconds`, each in its own
+// transaction, like an application. Returns webhook-id → when its COMMIT returned.
+std::map<std::string, Clock::time_point> SteadyTraffic(pqxx::connection& conn, int64_t channel,
+                                                       int rate, int seconds) {
   std::map<std::string, Clock::time_point> committed;
-  int total = args.rate * args.seconds;
-  auto interval = std::chrono::nanoseconds(1'000'000'000 / args.rate);
+  const int total = rate * seconds;
+  const auto interval = std::chrono::nanoseconds(1'000'000'000 / rate);
   auto next = Clock::now();
   for (int i = 0; i < total; ++i) {
     std::this_thread::sleep_until(next);
@@ -220,32 +390,283 @@ int Latency(const Args& args) {
     tx.commit();
     committed.emplace(id, Clock::now());
   }
+  return committed;
+}
+
+int Latency(const Args& args) {
+  Arrivals arrivals;
+  HttpReceiver receiver([&](const bulkhead::testing::ReceivedRequest& r) {
+    arrivals.Record(r.headers.at("webhook-id"), Clock::now());
+    return bulkhead::testing::Reply{};
+  });
+  ResetSchema(args.database);
+  pqxx::connection conn(args.database);
+  int64_t channel = MakeChannels(conn, 1, receiver.Url("/fast"))[0];
+  const std::string load_before = LoadAverage();
+  NodeProcess node({{"node", "bench"}, {"poll_interval_ms", 1000}}, {{"default", Tier(20)}});
+  node.Start(args.database);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // let it start and go idle
+
+  const int total = args.rate * args.seconds;
+  auto committed = SteadyTraffic(conn, channel, args.rate, args.seconds);
   receiver.WaitForRequests(total, std::chrono::seconds(30));
   node.Signal(SIGTERM);
   node.Wait(std::chrono::seconds(30));
 
-  std::vector<double> ms;
-  {
-    std::lock_guard lock(mu);
-    for (const auto& [id, at] : committed) {
-      auto it = received.find(id);
-      if (it != received.end()) {
-        ms.push_back(std::chrono::duration<double, std::milli>(it->second - at).count());
-      }
-    }
-  }
-  std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) {
-    return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, static_cast<size_t>(p * ms.size()))];
-  };
+  Latencies l = arrivals.Of(committed);
   std::printf(
       "latency: %d deliveries at %d/s, each enqueued in its own transaction, one node\n"
       "  received %zu of %d\n"
-      "  commit -> request at the receiver: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",
-      total, args.rate, ms.size(), total, pct(0.50), pct(0.95), pct(0.99),
-      ms.empty() ? 0.0 : ms.back());
-  return ms.size() == static_cast<size_t>(total) ? 0 : 1;
+      "  commit -> request at the receiver: p50 %s, p95 %s, p99 %s, max %s\n"
+      "  load average (1, 5, 15 min) before %s, after %s\n",
+      total, args.rate, l.received, total, FormatMs(l.Percentile(0.50)).c_str(),
+      FormatMs(l.Percentile(0.95)).c_str(), FormatMs(l.Percentile(0.99)).c_str(),
+      FormatMs(l.Max()).c_str(), load_before.c_str(), LoadAverage().c_str());
+  return l.received == static_cast<size_t>(total) ? 0 : 1;
 }
+
+// ---- isolation --------------------------------------------------------------------------------
+
+constexpr int kManyChannels = 40;
+constexpr int kDeadBacklog = 1000;
+constexpr int kManyBacklogEach = 25;
+constexpr auto kHealthyReply = std::chrono::milliseconds(25);
+constexpr auto kStragglers = std::chrono::seconds(12);
+
+// Reads the jobs executing per tenant every 100 ms on its own connection, keeping the most.
+class ExecutingSampler {
+ public:
+  ExecutingSampler(const std::string& database) : conn_(database), thread_([this] { Run(); }) {}
+  ~ExecutingSampler() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // The most jobs of `tenant` executing in one sample; the samples taken.
+  int64_t Max(const std::string& tenant) const {
+    std::lock_guard lock(mu_);
+    auto it = max_.find(tenant);
+    return it == max_.end() ? 0 : it->second;
+  }
+  int samples() const { return samples_.load(); }
+
+ private:
+  void Run() {
+    // Through jobs_executing (a partial index on executing rows): a few ms per sample.
+    conn_.prepare("executing",
+                  "SELECT t.name, count(*) FROM bulkhead.jobs j"
+                  "  JOIN bulkhead.tenants t ON t.id = j.tenant_id"
+                  " WHERE j.state = 'executing' GROUP BY t.name");
+    for (auto next = Clock::now(); !stop_;) {
+      std::map<std::string, int64_t> now;
+      {
+        pqxx::work tx(conn_);
+        for (const auto& row : tx.exec_prepared("executing")) {
+          now[row[0].as<std::string>()] = row[1].as<int64_t>();
+        }
+      }
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& [tenant, n] : now) max_[tenant] = std::max(max_[tenant], n);
+      }
+      ++samples_;
+      next += std::chrono::milliseconds(100);
+      std::this_thread::sleep_until(next);
+    }
+  }
+
+  pqxx::connection conn_;  // only touched by thread_
+  std::atomic<bool> stop_{false};
+  std::atomic<int> samples_{0};
+  mutable std::mutex mu_;
+  std::map<std::string, int64_t> max_;  // guarded by mu_
+  std::thread thread_;                  // started last
+};
+
+struct IsolationCase {
+  double share = 0;
+  int workers = 0;
+  bulkhead::CapLedger::Caps caps;
+  int64_t target = 0;  // what dead and many can hold together
+  Latencies baseline, broken;
+  int64_t reached = 0;  // executing when the broken traffic started
+  double reached_s = 0;
+  int64_t max_dead = 0, max_many = 0, max_healthy = 0;
+  std::string load_before, load_after;
+};
+
+int64_t Executing(pqxx::connection& conn) {
+  pqxx::work tx(conn);
+  return tx.exec1("SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing'")[0].as<int64_t>();
+}
+
+std::optional<IsolationCase> RunIsolation(const Args& args, double share) {
+  IsolationCase c;
+  c.share = share;
+  c.workers = args.workers;
+  c.caps = CapsAt(args.workers, share);
+  const int64_t dead_hold = std::min(c.caps.channel, c.caps.tenant);
+  const int64_t many_hold =
+      std::min<int64_t>(c.caps.tenant, static_cast<int64_t>(kManyChannels) * c.caps.channel);
+  c.target = std::min<int64_t>(args.workers, dead_hold + many_hold);
+
+  Arrivals arrivals;
+  HttpReceiver receiver([&](const bulkhead::testing::ReceivedRequest& r) {
+    bulkhead::testing::Reply reply;
+    if (r.path == "/healthy") {
+      arrivals.Record(r.headers.at("webhook-id"), Clock::now());
+      reply.delay = kHealthyReply;
+    } else {
+      reply.hang = true;
+    }
+    return reply;
+  });
+  ResetSchema(args.database);
+  pqxx::connection conn(args.database);
+  int64_t healthy = 0, dead = 0;
+  std::vector<int64_t> many;
+  {
+    pqxx::work tx(conn);
+    auto tenant = [&](const std::string& name) {
+      return tx
+          .exec_params1("INSERT INTO bulkhead.tenants (name) VALUES ($1) RETURNING id", name)[0]
+          .as<int64_t>();
+    };
+    auto channel = [&](int64_t tenant_id, const std::string& url) {
+      return tx
+          .exec_params1(
+              "INSERT INTO bulkhead.channels (tenant_id, url) VALUES ($1, $2) RETURNING id",
+              tenant_id, url)[0]
+          .as<int64_t>();
+    };
+    healthy = channel(tenant("healthy"), receiver.Url("/healthy"));
+    dead = channel(tenant("dead"), receiver.Url("/dead"));
+    int64_t many_tenant = tenant("many");
+    for (int i = 0; i < kManyChannels; ++i) {
+      many.push_back(channel(many_tenant, receiver.Url("/many/" + std::to_string(i))));
+    }
+    tx.commit();
+  }
+
+  nlohmann::json tier = Tier(args.workers, share);
+  tier["failure_threshold"] = 1000;
+  tier["slow_call_ms"] = 3600000;
+  // No drain at the end: the hanging requests would hold the stop for the request timeout.
+  NodeProcess node(
+      {{"node", "isolation-bench"}, {"poll_interval_ms", 1000}, {"shutdown_grace_ms", 0}},
+      {{"default", tier}});
+  c.load_before = LoadAverage();
+  if (!StartNode(node, args.database)) return std::nullopt;
+
+  auto baseline = SteadyTraffic(conn, healthy, args.rate, args.seconds);
+  arrivals.WaitFor(baseline, kStragglers);
+  c.baseline = arrivals.Of(baseline);
+
+  ExecutingSampler sampler(args.database);
+  const auto backlog_start = Clock::now();
+  EnqueueBurst(conn, {dead}, kDeadBacklog);
+  EnqueueBurst(conn, many, kManyBacklogEach * kManyChannels);
+  for (auto give_up = Clock::now() + std::chrono::seconds(20);;) {
+    c.reached = Executing(conn);
+    if (c.reached >= c.target || Clock::now() > give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  c.reached_s = std::chrono::duration<double>(Clock::now() - backlog_start).count();
+  auto broken = SteadyTraffic(conn, healthy, args.rate, args.seconds);
+  arrivals.WaitFor(broken, kStragglers);
+  sampler.Stop();
+  Arrivals::Split broken_split = arrivals.BySecond(broken);
+  c.broken = broken_split.all;
+  c.load_after = LoadAverage();
+  c.max_dead = sampler.Max("dead");
+  c.max_many = sampler.Max("many");
+  c.max_healthy = sampler.Max("healthy");
+
+  size_t to_dead = 0, to_many = 0;
+  for (const auto& r : receiver.Requests()) {
+    if (r.path == "/dead") ++to_dead;
+    if (r.path.starts_with("/many/")) ++to_many;
+  }
+  node.Signal(SIGTERM);
+  if (!node.Wait(std::chrono::seconds(30))) node.Signal(SIGKILL);
+
+  auto line = [&](const char* phase, const Latencies& l) {
+    std::printf(
+        "  %-8s healthy %d/s for %d s: received %zu of %zu; p50 %s, p95 %s, p99 %s, max %s\n",
+        phase, args.rate, args.seconds, l.received, l.ms.size(),
+        FormatMs(l.Percentile(0.50)).c_str(), FormatMs(l.Percentile(0.95)).c_str(),
+        FormatMs(l.Percentile(0.99)).c_str(), FormatMs(l.Max()).c_str());
+  };
+  std::printf(
+      "isolation: tier default, %d workers, channel_share = tenant_share = %g: caps %d per "
+      "channel, %d per tenant%s; breaker out of the way; request_timeout_ms 10000\n",
+      args.workers, share, c.caps.channel, c.caps.tenant, share >= 1.0 ? " (no caps)" : "");
+  line("baseline", c.baseline);
+  std::printf(
+      "  backlog  dead %d (1 channel), many %d (%d channels x %d); %lld executing %.2f s after "
+      "it began (waited for %lld)\n",
+      kDeadBacklog, kManyChannels * kManyBacklogEach, kManyChannels, kManyBacklogEach,
+      static_cast<long long>(c.reached), c.reached_s, static_cast<long long>(c.target));
+  line("broken", c.broken);
+  for (size_t i = 0; i < broken_split.seconds.size(); ++i) {
+    const Latencies& l = broken_split.seconds[i];
+    std::printf("    committed in second %2zu: received %2zu of %2zu; p50 %s, max %s\n", i,
+                l.received, l.ms.size(), FormatMs(l.Percentile(0.50)).c_str(),
+                FormatMs(l.Max()).c_str());
+  }
+  std::printf(
+      "  executing at most (%d samples, 100 ms apart): dead %lld, many %lld, healthy %lld\n"
+      "  requests that reached the hanging paths: dead %zu, many %zu\n"
+      "  load average (1, 5, 15 min) before %s, after %s\n\n",
+      sampler.samples(), static_cast<long long>(c.max_dead), static_cast<long long>(c.max_many),
+      static_cast<long long>(c.max_healthy), to_dead, to_many, c.load_before.c_str(),
+      c.load_after.c_str());
+  std::fflush(stdout);
+  return c;
+}
+
+int Isolation(const Args& args) {
+  std::vector<IsolationCase> cases;
+  for (double share : args.shares) {
+    auto c = RunIsolation(args, share);
+    if (!c) return 1;
+    cases.push_back(*c);
+  }
+  std::printf(
+      "isolation, side by side (%d workers; healthy's commit -> request latency, ms; "
+      "'-' not received within %lld s):\n",
+      args.workers, static_cast<long long>(kStragglers.count()));
+  std::printf("  %5s  %9s  %-28s  %-34s  %9s  %9s  %5s\n", "share", "caps ch/t",
+              "baseline p50/p95/p99/max", "broken p50/p95/p99/max", "received", "max dead", "many");
+  auto ms = [](double v) {
+    char buf[16];
+    if (std::isinf(v)) return std::string("-");
+    std::snprintf(buf, sizeof(buf), v < 100 ? "%.1f" : "%.0f", v);
+    return std::string(buf);
+  };
+  auto four = [&](const Latencies& l) {
+    return ms(l.Percentile(0.50)) + "/" + ms(l.Percentile(0.95)) + "/" + ms(l.Percentile(0.99)) +
+           "/" + ms(l.Max());
+  };
+  for (const auto& c : cases) {
+    std::string caps = std::to_string(c.caps.channel) + "/" + std::to_string(c.caps.tenant);
+    std::string received =
+        std::to_string(c.broken.received) + "/" + std::to_string(c.broken.ms.size());
+    std::printf("  %5g  %9s  %-28s  %-34s  %9s  %9lld  %5lld\n", c.share, caps.c_str(),
+                four(c.baseline).c_str(), four(c.broken).c_str(), received.c_str(),
+                static_cast<long long>(c.max_dead), static_cast<long long>(c.max_many));
+  }
+  return 0;
+}
+
+std::vector<double> ParseShares(const std::string& list) {
+  std::vector<double> shares;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) shares.push_back(std::stod(item));
+  return shares;
+}
+
+bool ShareInRange(double s) { return s > 0.0 && s <= 1.0; }
 
 }  // namespace
 
@@ -254,36 +675,61 @@ int main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) return Usage("missing mode");
   if (words[0] == "-h" || words[0] == "--help") {
-    std::cout << "usage: bulkhead-engine-bench throughput|latency --database URL [--jobs N] "
-                 "[--channels N] [--workers N] [--rate N] [--seconds N]\n";
+    std::cout << kUsage;
     return 0;
   }
   args.mode = words[0];
-  if (args.mode != "throughput" && args.mode != "latency") return Usage("unknown mode");
-  for (size_t i = 1; i + 1 < words.size(); i += 2) {
-    const std::string& key = words[i];
-    const std::string& value = words[i + 1];
-    if (key == "--database") {
-      args.database = value;
-    } else if (key == "--jobs") {
-      args.jobs = std::stoi(value);
-    } else if (key == "--channels") {
-      args.channels = std::stoi(value);
-    } else if (key == "--workers") {
-      args.workers = std::stoi(value);
-    } else if (key == "--rate") {
-      args.rate = std::stoi(value);
-    } else if (key == "--seconds") {
-      args.seconds = std::stoi(value);
-    } else {
-      return Usage("unknown option " + key);
-    }
+  if (args.mode != "throughput" && args.mode != "latency" && args.mode != "isolation") {
+    return Usage("unknown mode");
   }
   if (words.size() % 2 == 0) return Usage("an option lacks its value");
+  try {
+    for (size_t i = 1; i + 1 < words.size(); i += 2) {
+      const std::string& key = words[i];
+      const std::string& value = words[i + 1];
+      if (key == "--database") {
+        args.database = value;
+      } else if (key == "--jobs") {
+        args.jobs = std::stoi(value);
+      } else if (key == "--channels") {
+        args.channels = std::stoi(value);
+      } else if (key == "--tenants") {
+        args.tenants = std::stoi(value);
+      } else if (key == "--workers") {
+        args.workers = std::stoi(value);
+      } else if (key == "--share") {
+        args.share = std::stod(value);
+        if (!ShareInRange(args.share)) return Usage("--share must be in (0, 1]");
+      } else if (key == "--shares") {
+        args.shares = ParseShares(value);
+        if (args.shares.empty() ||
+            !std::all_of(args.shares.begin(), args.shares.end(), ShareInRange)) {
+          return Usage("--shares must list shares in (0, 1], comma-separated");
+        }
+      } else if (key == "--rate") {
+        args.rate = std::stoi(value);
+      } else if (key == "--seconds") {
+        args.seconds = std::stoi(value);
+      } else {
+        return Usage("unknown option " + key);
+      }
+    }
+  } catch (const std::logic_error&) {
+    return Usage("a value is not a number");
+  }
+  if (args.workers == 0) args.workers = args.mode == "throughput" ? 200 : 20;
+  if (args.seconds == 0) args.seconds = args.mode == "latency" ? 20 : 10;
+  if (args.database.empty()) return Usage("--database is required");
+  if (args.jobs < 1 || args.channels < 1 || args.tenants < 0 || args.workers < 1 || args.rate < 1 ||
+      args.seconds < 1) {
+    return Usage("a count is out of range");
+  }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   signal(SIGPIPE, SIG_IGN);
   try {
-    return args.mode == "throughput" ? Throughput(args) : Latency(args);
+    if (args.mode == "throughput") return Throughput(args);
+    if (args.mode == "latency") return Latency(args);
+    return Isolation(args);
   } catch (const std::exception& e) {
     std::cerr << "bulkhead-engine-bench: " << e.what() << "\n";
     return 1;

@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# engine_bench.sh — the delivery engine's throughput and pick-up latency on this machine.
+# engine_bench.sh — the delivery engine's throughput, pick-up latency and caps on this machine.
 #
-#   load/engine_bench.sh                 # both: 100,000-delivery burst, then 50/s for 20 s
-#   load/engine_bench.sh throughput      # only the burst (ENGINE_BENCH_JOBS, _CHANNELS, _WORKERS)
+#   load/engine_bench.sh                 # throughput, then latency
+#   load/engine_bench.sh throughput      # only the burst (ENGINE_BENCH_JOBS, _CHANNELS, _WORKERS,
+#                                        # _SHARE: 0.5 as shipped, 1 for no caps)
 #   load/engine_bench.sh latency         # only the latency run (ENGINE_BENCH_RATE, _SECONDS)
+#   load/engine_bench.sh caps-cost       # the caps' cost when nothing is broken: the burst over
+#                                        # 20 channels (a tenant each) with share 0.5 and 1 in
+#                                        # turn, ENGINE_BENCH_PAIRS (3) times each, 50,000 jobs
+#                                        # (ENGINE_BENCH_JOBS); the ratio of the medians
+#   load/engine_bench.sh caps-bind       # the same on 2 channels of one tenant, 20,000 jobs: the
+#                                        # tenant cap (100 of 200 workers) binds
+#   load/engine_bench.sh isolation       # a healthy tenant beside a hanging channel and a
+#                                        # hanging 40-channel tenant, the breaker out of the way:
+#                                        # 20 workers with shares 0.5 and 1, then 40 workers with
+#                                        # 0.5, 0.25 and 1 (about 3 minutes)
+#   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
 # socket only), and runs build/bin/bulkhead-engine-bench, which starts a real `bulkhead run`
-# node against a loopback receiver that answers 200 at once. These are 2-core machines: the
-# node, PostgreSQL and the receiver share them, so read figures as this machine's, not a
-# server's.
+# node against a loopback receiver. These are 2-core machines: the node, PostgreSQL and the
+# receiver share them, so read figures as this machine's, not a server's, and compare the
+# ratios of runs taken side by side (every run prints the load average around it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-modes=${1:-throughput latency}
+modes=${*:-throughput latency}
 ./setup.sh >/dev/null
 run=.run/bench-pg
 conn=$(load/embedded_postgres.sh start "$run")
@@ -22,16 +34,69 @@ bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
 "$bindir/psql" -X -q "$conn" -c "DROP DATABASE IF EXISTS engine_bench" \
   -c "CREATE DATABASE engine_bench"
 db="${conn/dbname=postgres/dbname=engine_bench}"
+bench=build/bin/bulkhead-engine-bench
 
+# median N…: the median of the numbers given.
+median() {
+  printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
+    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# side_by_side LABEL JOBS ARGS…: the burst of ENGINE_BENCH_JOBS (default JOBS) deliveries with
+# share 0.5 and 1 in turn, ENGINE_BENCH_PAIRS times each, the order swapped every other pair
+# (0.5 1, 1 0.5, 0.5 1) so that neither always runs first; prints every run, the deliveries/s
+# of each, and the ratio of the medians.
+side_by_side() {
+  local jobs=${ENGINE_BENCH_JOBS:-$2}
+  local label="$1, $jobs jobs"; shift 2
+  local capped=() uncapped=() pairs=${ENGINE_BENCH_PAIRS:-3} out rate load order
+  for ((i = 1; i <= pairs; i++)); do
+    if ((i % 2)); then order="0.5 1"; else order="1 0.5"; fi
+    for share in $order; do
+      echo "--- $label, pair $i, share $share"
+      out=$("$bench" throughput --database "$db" --jobs "$jobs" --share "$share" "$@")
+      echo "$out"
+      rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
+      load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
+      if [ "$share" = 1 ]; then uncapped+=("$rate"); else capped+=("$rate"); fi
+      summary+=("$label  pair $i  share $share  $rate deliveries/s  load $load")
+    done
+  done
+  local mc mu ratio
+  mc=$(median "${capped[@]}")
+  mu=$(median "${uncapped[@]}")
+  ratio=$(awk -v a="$mc" -v b="$mu" 'BEGIN { printf "%.3f", a / b }')
+  local line="$label: capped (0.5) ${capped[*]} -> median $mc; "
+  line+="uncapped (1) ${uncapped[*]} -> median $mu; capped/uncapped $ratio"
+  summary+=("$line")
+}
+
+summary=()
 for mode in $modes; do
   case "$mode" in
     throughput)
-      build/bin/bulkhead-engine-bench throughput --database "$db" \
+      "$bench" throughput --database "$db" \
         --jobs "${ENGINE_BENCH_JOBS:-100000}" --channels "${ENGINE_BENCH_CHANNELS:-20}" \
-        --workers "${ENGINE_BENCH_WORKERS:-200}" ;;
+        --workers "${ENGINE_BENCH_WORKERS:-200}" --share "${ENGINE_BENCH_SHARE:-0.5}" ;;
     latency)
-      build/bin/bulkhead-engine-bench latency --database "$db" \
+      "$bench" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" ;;
-    *) echo "engine_bench.sh: unknown mode '$mode' (throughput, latency)" >&2; exit 2 ;;
+    caps-cost)
+      side_by_side "caps-cost (20 channels, 20 tenants, 200 workers)" 50000 \
+        --channels 20 --workers 200 ;;
+    caps-bind)
+      side_by_side "caps-bind (2 channels, 1 tenant, 200 workers)" 20000 \
+        --channels 2 --tenants 1 --workers 200 ;;
+    isolation)
+      "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
+      echo
+      "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
+    *) echo "engine_bench.sh: unknown mode '$mode'" \
+         "(throughput, latency, caps-cost, caps-bind, isolation)" >&2; exit 2 ;;
   esac
+  echo
 done
+if [ ${#summary[@]} -gt 0 ]; then
+  echo "summary:"
+  printf '  %s\n' "${summary[@]}"
+fi
