@@ -381,21 +381,5 @@ TEST_F(BreakerStoreTest, ListBreakersShowsTheBrokenAndThePaused) {
   EXPECT_TRUE(rows[1].paused);
 }
 
-TEST_F(BreakerStoreTest, TheClaimDoesNotSlowDownWithParkedRowsInTheTable) {
-  // The plan, not a timing: parked rows are outside the claim's index.
-  Enqueue(channel_, 2000);
-  JobStore store(db());
-  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
-  Exec("ANALYZE bulkhead.jobs");
-  pqxx::work tx(db());
-  pqxx::result plan = tx.exec(
-      "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT j.id FROM bulkhead.jobs j "
-      "WHERE j.queue = 'default' AND j.state = 'available' AND j.priority = 1 "
-      "AND j.scheduled_at <= now() ORDER BY j.scheduled_at, j.id LIMIT 10");
-  std::string text = plan[0][0].as<std::string>();
-  EXPECT_NE(text.find("jobs_claim"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"Actual Rows\": 0"), std::string::npos) << text;
-}
-
 }  // namespace
 }  // namespace bulkhead
