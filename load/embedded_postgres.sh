@@ -20,6 +20,15 @@ as_server() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# Under root, the `postgres` user must reach DIR. A clone in a private folder (mktemp -d is
+# mode 0700) is out of its reach, so the cluster then lives in a postgres-owned folder under
+# /tmp named after DIR; start and stop map DIR to it the same way.
+if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$dir"; then
+  dir=/tmp/bulkhead-pg-$(printf '%s' "$dir" | md5sum | cut -c1-16)
+  mkdir -p "$dir"
+  chown postgres: "$dir"
+fi
+
 case "$action" in
   start)
     if [ ! -f "$dir/data/PG_VERSION" ]; then
