@@ -40,6 +40,23 @@ TEST(CapLedger, ReportsTheJobThatReachesACapAndTheOneThatLeavesIt) {
   EXPECT_EQ(ledger.tracked(), 0u);
 }
 
+TEST(CapLedger, CappedListsWhoIsAtItsCapNowAndNobodyOnceTheyLeaveIt) {
+  CapLedger ledger({2, 3});
+  ledger.Add(1, 100);
+  EXPECT_TRUE(ledger.Capped().channels.empty());
+  ledger.Add(1, 100);
+  ledger.Add(2, 100);
+  ledger.Add(3, 200);
+  auto at = ledger.Capped();
+  ASSERT_EQ(at.channels.size(), 1u);
+  EXPECT_EQ(at.channels[0], std::make_pair(int64_t{1}, int64_t{100}));
+  EXPECT_EQ(at.tenants, std::vector<int64_t>{100});
+  ledger.Remove(1, 100);
+  at = ledger.Capped();
+  EXPECT_TRUE(at.channels.empty());
+  EXPECT_TRUE(at.tenants.empty());
+}
+
 TEST(CapLedger, LimitsCarryTheCountsAndRefillOnlyDemotedChannelsWithRoom) {
   CapLedger ledger({2, 10});
   ledger.Add(1, 100);

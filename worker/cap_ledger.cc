@@ -85,6 +85,19 @@ bool CapLedger::DemoteTenantDue(int64_t tenant, Clock::time_point now) {
   return it != tenants_.end() && Due(it->second, now);
 }
 
+CapLedger::AtCap CapLedger::Capped() const {
+  AtCap at;
+  for (const auto& [id, c] : channels_) {
+    if (c.n < caps_.channel) continue;
+    auto t = tenant_of_.find(id);
+    at.channels.emplace_back(id, t == tenant_of_.end() ? 0 : t->second);
+  }
+  for (const auto& [id, c] : tenants_) {
+    if (c.n >= caps_.tenant) at.tenants.push_back(id);
+  }
+  return at;
+}
+
 ClaimLimits CapLedger::Limits() const {
   ClaimLimits limits;
   limits.channel_cap = caps_.channel;

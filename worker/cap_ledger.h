@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "job_store.h"
@@ -61,6 +62,15 @@ class CapLedger {
 
   // Drops demoted channels and tenants that have had nothing in flight for 10 s.
   void Forget(Clock::time_point now);
+
+  // Channels (with their tenant) and tenants that are at their cap now. While one stays there
+  // — a hanging channel holds its slots until the request timeout — its newly enqueued fresh
+  // jobs need demoting again (once a second, DemoteChannelDue), not only when it reached it.
+  struct AtCap {
+    std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
+    std::vector<int64_t> tenants;
+  };
+  AtCap Capped() const;
 
   // Whether the channel's (tenant's) backlog should be demoted now; if so, remembers `now`.
   bool DemoteChannelDue(int64_t channel, Clock::time_point now);

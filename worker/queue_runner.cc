@@ -124,7 +124,7 @@ void QueueRunner::Run() {
     if (free > 0 && now >= next_probe) {
       next_probe = now + kProbeEvery;
       lock.unlock();
-      (void)Demote(Dispatch(ClaimProbes(free)));
+      (void)Demote(Dispatch(ClaimProbes(free)), /*reached=*/true);
       lock.lock();
       continue;
     }
@@ -144,7 +144,15 @@ void QueueRunner::Run() {
       // A claim that brought a channel or tenant to its cap, and so demoted its backlog, may
       // have left others' fresh jobs behind that backlog: claim again at once. (Without a
       // demotion, its backlog is where it was, and an empty claim would only read it again.)
-      bool demoted = Demote(reached);
+      // Those that stay at their cap are demoted again once a second: their new jobs arrive
+      // fresh, and each claim's fresh scan steps over them until they are.
+      bool demoted = Demote(reached, /*reached=*/true);
+      CapsReached still;
+      {
+        std::lock_guard guard(mu_);
+        still = caps_.Capped();
+      }
+      demoted = Demote(still, /*reached=*/false) || demoted;
       more = taken == free || demoted;
       lock.lock();
       continue;
@@ -162,7 +170,7 @@ void QueueRunner::Run() {
   }
 }
 
-bool QueueRunner::Demote(const CapsReached& reached) {
+bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
   bool any = false;
   const std::string& tier = options_.tier.name;
   const auto now = std::chrono::steady_clock::now();
@@ -170,8 +178,8 @@ bool QueueRunner::Demote(const CapsReached& reached) {
   // together with its tenant (a tenant with one channel, at the default shares) costs one
   // statement, not two.
   std::vector<int64_t> covered;
-  for (int64_t tenant : reached.tenants) {
-    ++tenant_caps_hit_;
+  for (int64_t tenant : at_cap.tenants) {
+    if (reached) ++tenant_caps_hit_;
     covered.push_back(tenant);
     {
       std::lock_guard lock(mu_);
@@ -187,8 +195,8 @@ bool QueueRunner::Demote(const CapsReached& reached) {
       store_.Reset();
     }
   }
-  for (const auto& [channel, tenant] : reached.channels) {
-    ++channel_caps_hit_;
+  for (const auto& [channel, tenant] : at_cap.channels) {
+    if (reached) ++channel_caps_hit_;
     if (std::find(covered.begin(), covered.end(), tenant) != covered.end()) {
       std::lock_guard lock(mu_);
       caps_.DemoteChannelDue(channel, now);  // counts as demoted (refill), no statement

@@ -109,13 +109,10 @@ class QueueRunner {
   // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked).
   std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken);
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
-  struct CapsReached {
-    std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
-    std::vector<int64_t> tenants;
-  };
-  // Demotes the backlogs that reached their cap (runner thread). Returns whether a demotion
-  // statement ran.
-  bool Demote(const CapsReached& reached);
+  using CapsReached = CapLedger::AtCap;
+  // Demotes the backlogs of channels and tenants at their cap, each at most once a second
+  // (runner thread); `reached` counts them as caps hit. Returns whether a statement ran.
+  bool Demote(const CapsReached& at_cap, bool reached);
   void LogCapsSummary(std::chrono::steady_clock::time_point now);
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
