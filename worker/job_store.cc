@@ -747,14 +747,21 @@ std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
     tenants.push_back(id);
     tenant_counts.push_back(n);
   }
-  pqxx::work tx(conn_, "claim");
   // The claim's custom plans cost more to make (5–10 ms, for its many CTEs) than to run, and
   // its generic plan is as good for every parameter: the LATERALs fix its shape. Plan once.
-  tx.exec0("SET LOCAL plan_cache_mode = force_generic_plan");
+  // The setting is the session's, made once per connection: as SET LOCAL it cost a
+  // transaction block, BEGIN, SET, claim and COMMIT, four round trips for every claim, where
+  // the claim alone, one statement, is atomic in autocommit. Every later statement on a
+  // claiming connection (the runner's: probes, demotion, hand-back) is planned generically
+  // too; each of those is shaped by its SQL, not by its parameters.
+  if (!generic_plans_) {
+    pqxx::nontransaction(conn_, "generic_plans").exec0("SET plan_cache_mode = force_generic_plan");
+    generic_plans_ = true;
+  }
+  pqxx::nontransaction tx(conn_, "claim");
   pqxx::result rows = tx.exec_prepared(
       "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
       PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(limits.refill));
-  tx.commit();
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;

@@ -197,6 +197,8 @@ class JobStore {
 
  private:
   pqxx::connection_base& conn_;
+  // Whether this session plans generically (set by the first Claim; see there).
+  bool generic_plans_ = false;
 };
 
 }  // namespace bulkhead
