@@ -3,6 +3,7 @@
 #
 #   load/embedded_postgres.sh start DIR   # initdb DIR if new, start; prints the connection string
 #   load/embedded_postgres.sh stop DIR    # fast shutdown; DIR is kept
+#   load/embedded_postgres.sh restart DIR # fast shutdown, then start (the pg_restart scenario)
 #
 # The server listens only on a Unix socket in DIR (no TCP port to collide with), with the
 # durability settings off: it holds benchmark data, nothing else. PostgreSQL refuses to run as
@@ -12,7 +13,7 @@ set -euo pipefail
 bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
 action=${1:-}
 dir=${2:-}
-[ -n "$action" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[ -n "$action" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|restart DIR" >&2; exit 2; }
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
@@ -29,23 +30,27 @@ if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$dir"; then
   chown postgres: "$dir"
 fi
 
+start() {
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+    as_server "$bindir/initdb" -D "$dir/data" -U bulkhead --auth=trust -E UTF8 --no-locale \
+      --no-sync --no-instructions >"$dir/initdb.log"
+  fi
+  if ! as_server "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+    as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-k $dir -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
+          -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB \
+          -c shared_preload_libraries=pg_stat_statements" \
+      start >/dev/null
+  fi
+}
+stop() {
+  as_server "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+}
+
 case "$action" in
-  start)
-    if [ ! -f "$dir/data/PG_VERSION" ]; then
-      [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
-      as_server "$bindir/initdb" -D "$dir/data" -U bulkhead --auth=trust -E UTF8 --no-locale \
-        --no-sync --no-instructions >"$dir/initdb.log"
-    fi
-    if ! as_server "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
-      as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-k $dir -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
-            -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB" \
-        start >/dev/null
-    fi
-    echo "host=$dir user=bulkhead dbname=postgres"
-    ;;
-  stop)
-    as_server "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
-    ;;
-  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+  start) start; echo "host=$dir user=bulkhead dbname=postgres" ;;
+  stop) stop ;;
+  restart) stop; start ;;
+  *) echo "usage: $0 start|stop|restart DIR" >&2; exit 2 ;;
 esac

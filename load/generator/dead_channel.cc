@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app_sender.h"
+#include "burst.h"
 #include "mock_client.h"
 #include "phase_stats.h"
 #include "report.h"
@@ -141,15 +142,8 @@ int RunDeadChannel(const ScenarioContext& context, const DeadChannelKnobs& knobs
   }
   PhaseStats b = Summarize(baseline.sent.sent, healthy_arrivals, baseline.start_us);
   PhaseStats d = Summarize(dead_phase.sent.sent, healthy_arrivals, dead_phase.start_us);
-  {
-    // The next scenario on this stack starts without the dead channel's backlog.
-    pqxx::work tx(conn);
-    tx.exec_params(
-        "UPDATE bulkhead.jobs SET state = 'cancelled', finished_at = now() "
-        "WHERE channel_id = $1 AND state IN ('available', 'parked')",
-        dead.id);
-    tx.commit();
-  }
+  // The next scenario on this stack starts without the dead channel's backlog.
+  CancelWaiting(conn, {dead.id});
 
   // The gate.
   double limit = std::max(b.p95_ms * 1.2, b.p95_ms + 50);

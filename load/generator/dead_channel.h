@@ -24,6 +24,7 @@
 #include <string>
 
 #include "knobs.h"
+#include "node_fleet.h"
 
 namespace bulkhead::load {
 
@@ -33,6 +34,8 @@ struct ScenarioContext {
   std::string results_dir;  // where the JSON and HTML go
   std::string node;         // the node's name, to wait for and check its tiers; may be empty
   std::string commit;       // recorded in the results when not empty
+  FleetOptions fleet;       // how to start more nodes (crash, pg_restart, fleet)
+  std::string pg_restart;   // a shell command that restarts the database (pg_restart)
 };
 
 // Throws std::runtime_error when the stack is not usable (no node, no mock, a failed enqueue).

@@ -101,4 +101,55 @@ std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& 
   return k;
 }
 
+namespace {
+
+// The knobs common to crash and pg_restart, under LOAD_<prefix>_*.
+std::optional<FleetKnobs> FaultKnobsFrom(const KnobLookup& lookup, const std::string& prefix,
+                                         std::string& error) {
+  FleetKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") k.jobs = 5000;
+  if (!Read(lookup, "LOAD_" + prefix + "_JOBS", 100, 10'000'000, k.jobs, error) ||
+      !Read(lookup, "LOAD_" + prefix + "_CHANNELS", 1, 10000, k.channels, error) ||
+      !Read(lookup, "LOAD_" + prefix + "_NODES", 1, 16, k.nodes, error) ||
+      !Read(lookup, "LOAD_" + prefix + (prefix == "CRASH" ? "_KILL_AT" : "_AT"), 0.05, 0.95, k.at,
+            error)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
+}  // namespace
+
+std::optional<FleetKnobs> CrashKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  auto k = FaultKnobsFrom(lookup, "CRASH", error);
+  if (k && k->nodes < 2) {
+    error = "LOAD_CRASH_NODES: must be at least 2 (one is killed, another rescues its jobs)";
+    return std::nullopt;
+  }
+  return k;
+}
+
+std::optional<FleetKnobs> PgRestartKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  return FaultKnobsFrom(lookup, "PG_RESTART", error);
+}
+
+std::optional<FleetKnobs> FleetKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  FleetKnobs k;
+  k.jobs = 50000;
+  k.hang_jobs = 1000;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") {
+    k.jobs = 10000;
+    k.hang_jobs = 300;
+  }
+  if (!Read(lookup, "LOAD_FLEET_JOBS", 100, 10'000'000, k.jobs, error) ||
+      !Read(lookup, "LOAD_FLEET_CHANNELS", 1, 10000, k.channels, error) ||
+      !Read(lookup, "LOAD_FLEET_NODES", 2, 16, k.nodes, error) ||
+      !Read(lookup, "LOAD_FLEET_HANG_JOBS", 1, 1'000'000, k.hang_jobs, error)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
 }  // namespace bulkhead::load

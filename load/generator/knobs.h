@@ -79,4 +79,34 @@ struct BurstKnobs {
 };
 std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& error);
 
+// The fleet scenarios (fleet_scenarios.h). Each drains a burst to /hook/healthy (20–30 ms per
+// answer, so many requests are in flight at any moment) or /hook/fast over several channels on
+// the default tier, with `nodes` nodes in all: load/run.sh's node and nodes - 1 of its own.
+//
+// crash: one of the scenario's own nodes is killed with SIGKILL mid-burst.
+//   LOAD_CRASH_JOBS      deliveries in the burst (20000; smoke 5000)
+//   LOAD_CRASH_CHANNELS  channels sharing it (20)
+//   LOAD_CRASH_NODES     nodes in all (3)
+//   LOAD_CRASH_KILL_AT   the fraction of the burst delivered when the kill comes (0.3)
+// pg_restart: PostgreSQL is restarted (fast shutdown) mid-burst.
+//   LOAD_PG_RESTART_JOBS, LOAD_PG_RESTART_CHANNELS, LOAD_PG_RESTART_NODES,
+//   LOAD_PG_RESTART_AT   as above (20000; smoke 5000 / 20 / 3 / 0.3)
+// fleet: the same burst to /hook/fast drained by one node and then by `nodes`; then a hanging
+// channel against the per-node cap and the fleet-wide breaker.
+//   LOAD_FLEET_JOBS      deliveries in each burst (50000; smoke 10000)
+//   LOAD_FLEET_CHANNELS  channels sharing it (20)
+//   LOAD_FLEET_NODES     nodes in the second drain (3)
+//   LOAD_FLEET_HANG_JOBS backlog of the hanging channel (1000; smoke 300)
+struct FleetKnobs {
+  std::string profile = "full";
+  int jobs = 20000;
+  int channels = 20;
+  int nodes = 3;
+  double at = 0.3;    // crash, pg_restart: when the fault comes, as a fraction delivered
+  int hang_jobs = 0;  // fleet only
+};
+std::optional<FleetKnobs> CrashKnobsFrom(const KnobLookup& lookup, std::string& error);
+std::optional<FleetKnobs> PgRestartKnobsFrom(const KnobLookup& lookup, std::string& error);
+std::optional<FleetKnobs> FleetKnobsFrom(const KnobLookup& lookup, std::string& error);
+
 }  // namespace bulkhead::load

@@ -1,7 +1,6 @@
 // The latency scenario (scenarios.h).
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <pqxx/pqxx>
@@ -96,15 +95,7 @@ int RunLatency(const ScenarioContext& context, const LatencyKnobs& knobs) {
                              : "FAIL: " + std::to_string(lost) + " lost, " +
                                    std::to_string(duplicates) + " duplicated, " +
                                    std::to_string(bad_signatures) + " unsigned";
-  auto json_path = ResultsPath(context.results_dir, UtcNow("%Y-%m-%d") + "-latency");
-  auto html_path = std::filesystem::path(json_path).replace_extension(".html");
-  result["report"] = html_path.filename().string();
-  std::ofstream(json_path) << result.dump(2) << "\n";
-  std::ofstream(html_path) << HtmlPage(title, verdict, pass, {table}, result["knobs"]);
-  std::cout << title << "\n\n"
-            << MarkdownTable(table) << "\n"
-            << verdict << "\n\nresults: " << json_path.string()
-            << "\nreport:  " << html_path.string() << std::endl;
+  PublishResult(context.results_dir, "latency", result, title, verdict, pass, {table});
   return pass ? 0 : 1;
 }
 

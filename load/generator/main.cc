@@ -13,6 +13,9 @@
 //                 LOAD_DEAD_* (load/generator/knobs.h).
 //   webhook_burst, throughput, latency   load/generator/scenarios.h; knobs LOAD_BURST_*,
 //                 LOAD_THROUGHPUT_*, LOAD_LATENCY_* (knobs.h).
+//   crash, pg_restart, fleet   load/generator/fleet_scenarios.h: they start nodes of their own
+//                 (--bulkhead, --node-config, --run-dir) and pg_restart restarts the database
+//                 (--pg-restart); knobs LOAD_CRASH_*, LOAD_PG_RESTART_*, LOAD_FLEET_*.
 //
 // Exit status: 0 the gate passed, 1 it failed (or the stack was unusable), 2 usage error.
 #include <curl/curl.h>
@@ -30,6 +33,7 @@
 
 #include "dead_channel.h"
 #include "exit_codes.h"
+#include "fleet_scenarios.h"
 #include "knobs.h"
 #include "report.h"
 #include "scenarios.h"
@@ -52,6 +56,11 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
   webhook_burst  a burst on one busy channel drained while other tenants send
   throughput     drain a burst to /hook/fast over several channels: deliveries/s, node CPU
   latency        pick-up latency (COMMIT -> request) at a steady low rate
+  crash          3 nodes drain a burst, one is killed with SIGKILL: nothing lost, repeats only
+                 of jobs it held, the rescue time
+  pg_restart     PostgreSQL restarts mid-burst: nothing lost, every node carries on
+  fleet          1 node vs 3 on one burst; a hanging channel: the cap on every node, and one
+                 open breaker stops the whole fleet
   report         print a kept result's tables again and rewrite its .html report beside it
 
 options:
@@ -60,6 +69,10 @@ options:
   --results-dir DIR   where results go (default load/results)
   --node NAME         wait for this node to register and check it serves the tiers used
   --commit TEXT       recorded in the results (load/run.sh passes the git commit)
+  --bulkhead PATH     the bulkhead binary, for the nodes crash, pg_restart and fleet start
+  --node-config FILE  the config those nodes copy (load/run.sh's node config)
+  --run-dir DIR       where their configs and logs go
+  --pg-restart CMD    a shell command that restarts the database (pg_restart)
   -h, --help          show this help
   --version           print the version
 
@@ -70,7 +83,11 @@ knobs (environment):
   LOAD_DRAIN_TIMEOUT_S (30); LOAD_BURST_SIZE (10000; smoke 2000), LOAD_BURST_CONCURRENCY (10),
   LOAD_BURST_TENANTS (10), LOAD_BURST_RATE (5), LOAD_BURST_DURATION_S (30; smoke 15);
   LOAD_THROUGHPUT_JOBS (100000; smoke 20000), LOAD_THROUGHPUT_CHANNELS (20);
-  LOAD_LATENCY_RATE (50), LOAD_LATENCY_DURATION_S (20; smoke 10)
+  LOAD_LATENCY_RATE (50), LOAD_LATENCY_DURATION_S (20; smoke 10);
+  LOAD_CRASH_JOBS (20000; smoke 5000), LOAD_CRASH_CHANNELS (20), LOAD_CRASH_NODES (3),
+  LOAD_CRASH_KILL_AT (0.3); LOAD_PG_RESTART_JOBS, _CHANNELS, _NODES, _AT (the same);
+  LOAD_FLEET_JOBS (50000; smoke 10000), LOAD_FLEET_CHANNELS (20), LOAD_FLEET_NODES (3),
+  LOAD_FLEET_HANG_JOBS (1000; smoke 300)
 )";
 
 int Usage(const std::string& message) {
@@ -102,6 +119,7 @@ int main(int argc, char** argv) {
   std::string scenario;
   bulkhead::load::ScenarioContext context;
   context.results_dir = "load/results";
+  std::string node_config, run_dir;  // the fleet's, kept as paths in context.fleet
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view a = args[i];
     if (a == "-h" || a == "--help") {
@@ -123,17 +141,21 @@ int main(int argc, char** argv) {
                           : a == "--results-dir" ? &context.results_dir
                           : a == "--node"        ? &context.node
                           : a == "--commit"      ? &context.commit
+                          : a == "--bulkhead"    ? &context.fleet.bulkhead
+                          : a == "--pg-restart"  ? &context.pg_restart
+                          : a == "--node-config" ? &node_config
+                          : a == "--run-dir"     ? &run_dir
                                                  : nullptr;
     if (target == nullptr) return Usage("unknown option '" + std::string(a) + "'");
     if (i + 1 >= args.size()) return Usage(std::string(a) + " needs a value");
     *target = std::string(args[++i]);
   }
-  const std::string kScenarios = "dead_channel, webhook_burst, throughput, latency";
+  context.fleet.node_config = node_config;
+  context.fleet.run_dir = run_dir;
+  context.fleet.database = context.database;
+  const std::string kScenarios =
+      "dead_channel, webhook_burst, throughput, latency, crash, pg_restart, fleet";
   if (scenario.empty()) return Usage("missing scenario (" + kScenarios + ")");
-  if (scenario != "dead_channel" && scenario != "webhook_burst" && scenario != "throughput" &&
-      scenario != "latency") {
-    return Usage("unknown scenario '" + scenario + "' (" + kScenarios + ")");
-  }
   if (context.database.empty()) return Usage("--database is required");
   if (context.mock_url.empty()) return Usage("--mock is required");
   while (context.mock_url.ends_with('/')) context.mock_url.pop_back();
@@ -157,8 +179,24 @@ int main(int argc, char** argv) {
     if (auto k = bulkhead::load::LatencyKnobsFrom(lookup, error)) {
       run = [&context, k = *k] { return bulkhead::load::RunLatency(context, k); };
     }
-  } else if (auto k = bulkhead::load::BurstKnobsFrom(lookup, error)) {
-    run = [&context, k = *k] { return bulkhead::load::RunWebhookBurst(context, k); };
+  } else if (scenario == "webhook_burst") {
+    if (auto k = bulkhead::load::BurstKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunWebhookBurst(context, k); };
+    }
+  } else if (scenario == "crash") {
+    if (auto k = bulkhead::load::CrashKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunCrash(context, k); };
+    }
+  } else if (scenario == "pg_restart") {
+    if (auto k = bulkhead::load::PgRestartKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunPgRestart(context, k); };
+    }
+  } else if (scenario == "fleet") {
+    if (auto k = bulkhead::load::FleetKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunFleet(context, k); };
+    }
+  } else {
+    return Usage("unknown scenario '" + scenario + "' (" + kScenarios + ")");
   }
   if (!run) return Usage(error);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 #include <thread>
 
@@ -112,6 +113,21 @@ fs::path ResultsPath(const std::string& dir, const std::string& stem) {
     path = fs::path(dir) / (stem + "-" + std::to_string(n) + ".json");
   }
   return path;
+}
+
+void PublishResult(const std::string& dir, const std::string& stem, nlohmann::json& result,
+                   const std::string& title, const std::string& verdict, bool pass,
+                   const std::vector<Table>& tables) {
+  fs::path json_path = ResultsPath(dir, UtcNow("%Y-%m-%d") + "-" + stem);
+  fs::path html_path = fs::path(json_path).replace_extension(".html");
+  result["report"] = html_path.filename().string();
+  std::ofstream(json_path) << result.dump(2) << "\n";
+  std::ofstream(html_path) << HtmlPage(title, verdict, pass, tables,
+                                       result.value("knobs", nlohmann::json::object()));
+  std::cout << title << "\n\n";
+  for (const Table& table : tables) std::cout << MarkdownTable(table) << "\n";
+  std::cout << verdict << "\n\nresults: " << json_path.string()
+            << "\nreport:  " << html_path.string() << std::endl;
 }
 
 }  // namespace bulkhead::load

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
 
 #include "mock_client.h"
+#include "report.h"
 
 namespace bulkhead::load {
 
@@ -59,5 +61,12 @@ ProcessUsage ReadProcessUsage(pid_t pid);
 // <dir>/<stem>.json, or <stem>-2.json, -3, … when taken (runs of one day keep each other).
 // Creates `dir`.
 std::filesystem::path ResultsPath(const std::string& dir, const std::string& stem);
+
+// Writes `result` to ResultsPath(dir, "<UTC date>-<stem>") and an HTML page of `tables` beside
+// it (recording its file name in result["report"]), then prints the title, the tables, the
+// verdict and both paths. For the scenarios other than dead_channel, whose report is richer.
+void PublishResult(const std::string& dir, const std::string& stem, nlohmann::json& result,
+                   const std::string& title, const std::string& verdict, bool pass,
+                   const std::vector<Table>& tables);
 
 }  // namespace bulkhead::load

@@ -1,7 +1,6 @@
 // The webhook_burst scenario (scenarios.h).
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <pqxx/pqxx>
@@ -128,17 +127,8 @@ int RunWebhookBurst(const ScenarioContext& context, const BurstKnobs& knobs) {
                       (context.commit.empty() ? "" : " at " + context.commit);
   std::string verdict = pass ? "every delivery arrived exactly once"
                              : "FAIL: lost, duplicated or unsigned deliveries";
-  auto json_path = ResultsPath(context.results_dir, UtcNow("%Y-%m-%d") + "-webhook_burst");
-  auto html_path = std::filesystem::path(json_path).replace_extension(".html");
-  result["report"] = html_path.filename().string();
-  std::ofstream(json_path) << result.dump(2) << "\n";
-  std::ofstream(html_path) << HtmlPage(title, verdict, pass, {burst_table, others_table},
-                                       result["knobs"]);
-  std::cout << title << "\n\n"
-            << MarkdownTable(burst_table) << "\n"
-            << MarkdownTable(others_table) << "\n"
-            << verdict << "\n\nresults: " << json_path.string()
-            << "\nreport:  " << html_path.string() << std::endl;
+  PublishResult(context.results_dir, "webhook_burst", result, title, verdict, pass,
+                {burst_table, others_table});
   return pass ? 0 : 1;
 }
 

@@ -1,0 +1,33 @@
+// The fleet scenarios of issue 8: what a fleet of nodes does when one of them dies, when the
+// database restarts, and whether nodes add throughput while caps and breakers still hold. Each
+// runs on load/run.sh's stack plus nodes it starts itself (NodeFleet), writes
+// <results_dir>/<UTC date>-<scenario>.json and an .html page beside it, prints its tables and
+// returns 0 when its gate passed, else 1. Knobs: FleetKnobs in knobs.h.
+//
+//   crash       `nodes` nodes drain a burst to /hook/healthy; one of the scenario's own nodes is
+//               killed with SIGKILL once `at` of the burst has arrived. Its executing jobs stay
+//               with its lease until the lease runs out and the leader rescues them. Gate: every
+//               delivery arrives; duplicates only of jobs the killed node held at the kill
+//               (requests in flight, or delivered with the result not yet written). Reports the
+//               rescue time: kill → none of its jobs left executing.
+//   pg_restart  `nodes` nodes drain a burst to /hook/healthy; the database is restarted with a
+//               fast shutdown (context.pg_restart) once `at` of it has arrived. Gate: every
+//               delivery arrives, and every node is still the same running process. Reports the
+//               outage, the time from the database's return to the next delivery, and the longest
+//               gap between deliveries.
+//   fleet       the same burst to /hook/fast drained by load/run.sh's node alone and then by
+//               `nodes` nodes (deliveries/s of each, side by side); then a channel to
+//               /hook/hang-dead with a backlog: no node holds more of it than the tier's channel
+//               cap, and once one node opens its breaker no node sends it another request.
+#pragma once
+
+#include "dead_channel.h"
+#include "knobs.h"
+
+namespace bulkhead::load {
+
+int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs);
+int RunPgRestart(const ScenarioContext& context, const FleetKnobs& knobs);
+int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs);
+
+}  // namespace bulkhead::load
