@@ -15,6 +15,10 @@
 #                                        # hanging 40-channel tenant, the breaker out of the way:
 #                                        # 20 workers with shares 0.5 and 1, then 40 workers with
 #                                        # 0.5, 0.25 and 1 (about 3 minutes)
+#   load/engine_bench.sh churn           # table health: ENGINE_BENCH_ROUNDS (10) bursts of
+#                                        # ENGINE_BENCH_JOBS (100,000) through one node, 200
+#                                        # workers; the jobs table's and its indexes' sizes and
+#                                        # autovacuum's work after each (1,000,000 in all)
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
@@ -87,12 +91,16 @@ for mode in $modes; do
     caps-bind)
       side_by_side "caps-bind (2 channels, 1 tenant, 200 workers)" 20000 \
         --channels 2 --tenants 1 --workers 200 ;;
+    churn)
+      "$bench" churn --database "$db" --rounds "${ENGINE_BENCH_ROUNDS:-10}" \
+        --jobs "${ENGINE_BENCH_JOBS:-100000}" --channels "${ENGINE_BENCH_CHANNELS:-20}" \
+        --workers "${ENGINE_BENCH_WORKERS:-200}" ;;
     isolation)
       "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, caps-cost, caps-bind, isolation)" >&2; exit 2 ;;
+         "(throughput, latency, caps-cost, caps-bind, isolation, churn)" >&2; exit 2 ;;
   esac
   echo
 done
