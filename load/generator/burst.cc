@@ -68,6 +68,24 @@ void CancelWaiting(pqxx::connection& conn, const std::vector<int64_t>& channels)
   tx.commit();
 }
 
+std::vector<std::pair<double, double>> RatePerInterval(const std::vector<MockRecord>& records,
+                                                       int64_t start_us, double bucket_s) {
+  std::vector<int64_t> counts;
+  const int64_t bucket_us = static_cast<int64_t>(bucket_s * 1e6);
+  for (const MockRecord& r : records) {
+    if (r.received_at_us < start_us) continue;
+    size_t i = static_cast<size_t>((r.received_at_us - start_us) / bucket_us);
+    if (counts.size() <= i) counts.resize(i + 1, 0);
+    ++counts[i];
+  }
+  std::vector<std::pair<double, double>> points;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    points.emplace_back(static_cast<double>(i) * bucket_s,
+                        static_cast<double>(counts[i]) / bucket_s);
+  }
+  return points;
+}
+
 Arrivals TallyArrivals(const std::vector<MockRecord>& records, const std::set<std::string>& ids) {
   Arrivals a;
   std::map<std::string, int> seen;

@@ -53,4 +53,9 @@ struct Arrivals {
 };
 Arrivals TallyArrivals(const std::vector<MockRecord>& records, const std::set<std::string>& ids);
 
+// Requests a second that reached the provider, per `bucket_s` from `start_us` (Unix µs) to the
+// last record: (seconds after start, rate) points for a Chart. Records before start are left out.
+std::vector<std::pair<double, double>> RatePerInterval(const std::vector<MockRecord>& records,
+                                                       int64_t start_us, double bucket_s);
+
 }  // namespace bulkhead::load

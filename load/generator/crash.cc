@@ -86,7 +86,8 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   bool all = WaitForArrivals(mock, route, knobs.jobs, std::chrono::seconds(600));
-  Arrivals a = TallyArrivals(mock.Records(route), burst.ids);
+  std::vector<MockRecord> records = mock.Records(route);
+  Arrivals a = TallyArrivals(records, burst.ids);
   CancelWaiting(conn, burst.channels);
 
   int stray = 0;  // duplicates of jobs the victim did not hold: those would be a bug
@@ -141,7 +142,13 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
       pass ? "every delivery arrived; the only repeats were of jobs the killed node held"
            : "FAIL: lost deliveries, repeats of jobs the killed node did not hold, no rescue, or "
              "nothing held at the kill";
-  PublishResult(context.results_dir, "crash", result, title, verdict, pass, {table});
+  Chart chart{"Deliveries per second at the provider (0.5 s buckets)",
+              "seconds after the first arrival",
+              "deliveries/s (log scale)",
+              {{"deliveries/s", "#1f77b4", RatePerInterval(records, a.first_us, 0.5)}},
+              {{(killed_at - a.first_us) / 1e6, "SIGKILL"}}};
+  if (rescued_at) chart.marks.emplace_back((rescued_at - a.first_us) / 1e6, "rescued");
+  PublishResult(context.results_dir, "crash", result, title, verdict, pass, {table}, {chart});
   return pass ? 0 : 1;
 }
 

@@ -27,7 +27,8 @@ namespace {
 struct Drain {
   Arrivals arrivals;
   size_t sent = 0;
-  std::map<std::string, int64_t> per_node;  // jobs completed by each node
+  std::map<std::string, int64_t> per_node;      // jobs completed by each node
+  std::vector<std::pair<double, double>> rate;  // deliveries/s after the first arrival
   bool all = false;
 };
 
@@ -41,7 +42,9 @@ Drain DrainBurst(pqxx::connection& conn, MockClient& mock, const ScenarioContext
   ReleaseBurst(conn, burst);
   Drain d;
   d.all = WaitForArrivals(mock, route, knobs.jobs, std::chrono::seconds(600));
-  d.arrivals = TallyArrivals(mock.Records(route), burst.ids);
+  std::vector<MockRecord> records = mock.Records(route);
+  d.arrivals = TallyArrivals(records, burst.ids);
+  d.rate = RatePerInterval(records, d.arrivals.first_us, 1.0);
   d.sent = burst.ids.size();
   // The results are written in batches a few ms after the request: wait for the last ones.
   for (int i = 0; i < 50; ++i) {
@@ -219,7 +222,14 @@ int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs) {
              "the open breaker stopped the whole fleet"
            : "FAIL: lost or repeated deliveries, an idle node, a cap passed, or requests after "
              "the breaker opened";
-  PublishResult(context.results_dir, "fleet", result, title, verdict, pass, {drains, hanging});
+  Chart chart{"The same burst: deliveries per second at the provider",
+              "seconds after the first arrival",
+              "deliveries/s (log scale)",
+              {{"1 node", "#1f77b4", one.rate},
+               {std::to_string(knobs.nodes) + " nodes", "#ff7f0e", many.rate}},
+              {}};
+  PublishResult(context.results_dir, "fleet", result, title, verdict, pass, {drains, hanging},
+                {chart});
   return pass ? 0 : 1;
 }
 

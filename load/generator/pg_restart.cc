@@ -125,7 +125,13 @@ int RunPgRestart(const ScenarioContext& context, const FleetKnobs& knobs) {
   std::string verdict = pass ? "every delivery arrived and every node carried on"
                              : "FAIL: lost deliveries, a node that did not survive, or a restart "
                                "that failed";
-  PublishResult(context.results_dir, "pg_restart", result, title, verdict, pass, {table});
+  Chart chart{
+      "Deliveries per second at the provider (0.25 s buckets)",
+      "seconds after the first arrival",
+      "deliveries/s (log scale)",
+      {{"deliveries/s", "#1f77b4", RatePerInterval(records, a.first_us, 0.25)}},
+      {{(restart_at - a.first_us) / 1e6, "restart"}, {(back_at - a.first_us) / 1e6, "back"}}};
+  PublishResult(context.results_dir, "pg_restart", result, title, verdict, pass, {table}, {chart});
   return pass ? 0 : 1;
 }
 

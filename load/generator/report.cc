@@ -401,8 +401,30 @@ std::string HtmlReport(const json& r) {
 
 std::string MarkdownTable(const Table& table) { return Markdown(table); }
 
+std::string SvgChart(const Chart& chart) {
+  double x_max = 1, y_max = 1;
+  for (const Chart::Line& line : chart.lines) {
+    for (const auto& [x, y] : line.points) {
+      x_max = std::max(x_max, x);
+      y_max = std::max(y_max, y);
+    }
+  }
+  for (const auto& [x, label] : chart.marks) x_max = std::max(x_max, x);
+  Plot plot(x_max + 1, y_max * 1.2);
+  std::string s = plot.Open(chart.title, chart.x_label, chart.y_label);
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (const Chart::Line& line : chart.lines) {
+    s += plot.Line(line.points, line.color, 2);
+    legend.emplace_back(line.label, line.color);
+  }
+  for (const auto& [x, label] : chart.marks) s += plot.VerticalMark(x, label, "#d62728");
+  s += plot.Legend(legend);
+  return s + "</svg>\n";
+}
+
 std::string HtmlPage(const std::string& title, const std::string& verdict, bool pass,
-                     const std::vector<Table>& tables, const nlohmann::json& knobs) {
+                     const std::vector<Table>& tables, const nlohmann::json& knobs,
+                     const std::vector<Chart>& charts) {
   std::string out =
       "<!doctype html>\n<html><head><meta charset='utf-8'><title>" + Escape(title) +
       "</title>\n<style>body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}"
@@ -412,6 +434,7 @@ std::string HtmlPage(const std::string& title, const std::string& verdict, bool 
       Escape(title) + "</h1>\n<h2 class='" + (pass ? "pass" : "fail") + "'>" + Escape(verdict) +
       "</h2>\n";
   for (const Table& t : tables) out += Html(t);
+  for (const Chart& c : charts) out += "<p>" + SvgChart(c) + "</p>\n";
   out += "<h2>Knobs</h2>\n<pre>" + Escape(knobs.dump(2)) + "</pre>\n</body></html>\n";
   return out;
 }

@@ -21,8 +21,24 @@ std::string HtmlReport(const nlohmann::json& result);
 // header) as Markdown, and a self-contained HTML page of a title, a verdict and tables.
 using Table = std::vector<std::vector<std::string>>;
 std::string MarkdownTable(const Table& table);
+
+// A chart of lines over time for HtmlPage, drawn like the dead_channel report's: a linear x
+// axis, a log-like y axis, and dashed vertical marks for events (a kill, a restart).
+struct Chart {
+  struct Line {
+    std::string label;
+    std::string color;  // "#1f77b4"
+    std::vector<std::pair<double, double>> points;
+  };
+  std::string title, x_label, y_label;
+  std::vector<Line> lines;
+  std::vector<std::pair<double, std::string>> marks;  // x, label
+};
+std::string SvgChart(const Chart& chart);
+
 std::string HtmlPage(const std::string& title, const std::string& verdict, bool pass,
-                     const std::vector<Table>& tables, const nlohmann::json& knobs);
+                     const std::vector<Table>& tables, const nlohmann::json& knobs,
+                     const std::vector<Chart>& charts = {});
 
 // 12345 → "12,345"; a latency in ms as "3.2 ms" or "1,234 ms"; v with `decimals` decimals.
 std::string Thousands(int64_t v);

@@ -117,13 +117,13 @@ fs::path ResultsPath(const std::string& dir, const std::string& stem) {
 
 void PublishResult(const std::string& dir, const std::string& stem, nlohmann::json& result,
                    const std::string& title, const std::string& verdict, bool pass,
-                   const std::vector<Table>& tables) {
+                   const std::vector<Table>& tables, const std::vector<Chart>& charts) {
   fs::path json_path = ResultsPath(dir, UtcNow("%Y-%m-%d") + "-" + stem);
   fs::path html_path = fs::path(json_path).replace_extension(".html");
   result["report"] = html_path.filename().string();
   std::ofstream(json_path) << result.dump(2) << "\n";
   std::ofstream(html_path) << HtmlPage(title, verdict, pass, tables,
-                                       result.value("knobs", nlohmann::json::object()));
+                                       result.value("knobs", nlohmann::json::object()), charts);
   std::cout << title << "\n\n";
   for (const Table& table : tables) std::cout << MarkdownTable(table) << "\n";
   std::cout << verdict << "\n\nresults: " << json_path.string()

@@ -67,6 +67,6 @@ std::filesystem::path ResultsPath(const std::string& dir, const std::string& ste
 // verdict and both paths. For the scenarios other than dead_channel, whose report is richer.
 void PublishResult(const std::string& dir, const std::string& stem, nlohmann::json& result,
                    const std::string& title, const std::string& verdict, bool pass,
-                   const std::vector<Table>& tables);
+                   const std::vector<Table>& tables, const std::vector<Chart>& charts = {});
 
 }  // namespace bulkhead::load

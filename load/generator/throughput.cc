@@ -30,7 +30,8 @@ int RunThroughput(const ScenarioContext& context, const ThroughputKnobs& knobs) 
   bool all = WaitForArrivals(mock, route, knobs.jobs, std::chrono::seconds(600));
   ProcessUsage after = ReadProcessUsage(node.pid);
 
-  Arrivals a = TallyArrivals(mock.Records(route), burst.ids);
+  std::vector<MockRecord> records = mock.Records(route);
+  Arrivals a = TallyArrivals(records, burst.ids);
   double drain_s = a.drain_s();
   double cpu_s = after.cpu_s - before.cpu_s;
   bool pass = all && a.lost == 0 && a.duplicates == 0 && a.bad_signatures == 0;
@@ -79,7 +80,12 @@ int RunThroughput(const ScenarioContext& context, const ThroughputKnobs& knobs) 
                       (context.commit.empty() ? "" : " at " + context.commit);
   std::string verdict = pass ? "every delivery arrived exactly once"
                              : "FAIL: lost, duplicated or unsigned deliveries";
-  PublishResult(context.results_dir, "throughput", result, title, verdict, pass, {table});
+  Chart chart{"Deliveries per second at the provider",
+              "seconds after the first arrival",
+              "deliveries/s (log scale)",
+              {{"deliveries/s", "#1f77b4", RatePerInterval(records, a.first_us, 1.0)}},
+              {}};
+  PublishResult(context.results_dir, "throughput", result, title, verdict, pass, {table}, {chart});
   return pass ? 0 : 1;
 }
 
