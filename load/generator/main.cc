@@ -43,6 +43,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: bulkhead-load SCENARIO --database URL --mock URL [options]
        bulkhead-load report RESULTS.json
+       bulkhead-load series RESULTS.json...
 
 Plays the application against a running bulkhead node and bulkhead-mock, measures, and writes
 <results-dir>/<UTC date>-<scenario>[-<tier mode>].json and an .html report beside it.
@@ -62,6 +63,7 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
   fleet          1 node vs 3 on one burst; a hanging channel: the cap on every node, and one
                  open breaker stops the whole fleet
   report         print a kept result's tables again and rewrite its .html report beside it
+  series         one row per kept dead_channel result, side by side (a series of runs)
 
 options:
   --database URL      the database the node works (libpq string or URL)
@@ -111,11 +113,35 @@ int Report(const std::vector<std::string_view>& args) {
   return result["gate"]["pass"].get<bool>() ? bulkhead::kExitOk : bulkhead::kExitFailure;
 }
 
+// `bulkhead-load series FILE...`: kept dead_channel results side by side.
+int Series(const std::vector<std::string_view>& args) {
+  if (args.size() < 2) return Usage("series takes one or more results files");
+  std::vector<nlohmann::json> results;
+  std::vector<std::string> names;
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::filesystem::path path(args[i]);
+    std::ifstream in(path);
+    auto result = nlohmann::json::parse(in, nullptr, false);
+    if (!in || result.is_discarded() || result.value("scenario", "") != "dead_channel") {
+      std::cerr << "bulkhead-load: " << path.string() << ": not a dead_channel results file\n";
+      return bulkhead::kExitFailure;
+    }
+    results.push_back(std::move(result));
+    names.push_back(path.stem().string());
+  }
+  std::cout << bulkhead::load::SeriesTable(results, names);
+  for (const auto& r : results) {
+    if (!r["gate"]["pass"].get<bool>()) return bulkhead::kExitFailure;
+  }
+  return bulkhead::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "report") return Report(args);
+  if (!args.empty() && args[0] == "series") return Series(args);
   std::string scenario;
   bulkhead::load::ScenarioContext context;
   context.results_dir = "load/results";

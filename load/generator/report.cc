@@ -401,6 +401,29 @@ std::string HtmlReport(const json& r) {
 
 std::string MarkdownTable(const Table& table) { return Markdown(table); }
 
+std::string SeriesTable(const std::vector<json>& results, const std::vector<std::string>& names) {
+  Table table = {{"Run", "Tier", "Baseline p50 / p95 / p99 / max",
+                  "Dead phase p50 / p95 / p99 / max", "p95 limit", "Gate", "Breaker open",
+                  "Backlog parked", "Dead requests", "Lost / dup"}};
+  auto phase = [](const json& p) {
+    return Ms(p["p50_ms"]) + " / " + Ms(p["p95_ms"]) + " / " + Ms(p["p99_ms"]) + " / " +
+           Ms(p["max_ms"]);
+  };
+  for (size_t i = 0; i < results.size(); ++i) {
+    const json& r = results[i];
+    const json& d = r["phases"]["dead"];
+    const json& b = r["phases"]["baseline"];
+    table.push_back(
+        {names[i], r.value("tier_mode", "?"), phase(b), phase(d), Ms(r["gate"]["limit_ms"]),
+         r["gate"]["pass"].get<bool>() ? "pass" : "FAIL", Seconds(r["breaker"]["opened_after_s"]),
+         Seconds(r["breaker"]["parked_after_s"]),
+         std::to_string(r["breaker"]["dead_requests"].get<int64_t>()),
+         std::to_string(b["lost"].get<int64_t>() + d["lost"].get<int64_t>()) + " / " +
+             std::to_string(b["duplicates"].get<int64_t>() + d["duplicates"].get<int64_t>())});
+  }
+  return Markdown(table);
+}
+
 std::string SvgChart(const Chart& chart) {
   double x_max = 1, y_max = 1;
   for (const Chart::Line& line : chart.lines) {

@@ -17,6 +17,11 @@ std::string TextReport(const nlohmann::json& result);
 // with the gate's limit, and the dead channel's breaker state and job counts over time.
 std::string HtmlReport(const nlohmann::json& result);
 
+// One row per dead_channel result, side by side: the runs of a series (docs/load-results.md),
+// as a Markdown table. `names` label the rows (the files' names).
+std::string SeriesTable(const std::vector<nlohmann::json>& results,
+                        const std::vector<std::string>& names);
+
 // For the smaller scenarios (throughput, latency, webhook_burst): a table (first row the
 // header) as Markdown, and a self-contained HTML page of a title, a verdict and tables.
 using Table = std::vector<std::vector<std::string>>;
