@@ -60,11 +60,13 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
   mock.SetSecrets(burst.secrets);
   ReleaseBurst(conn, burst);
 
-  // The kill: once `at` of the burst has arrived, and the victim holds work.
+  // The kill: once `at` of the burst has arrived, and the victim holds a fair share of work
+  // (a full cap's worth, or whatever it holds after 3 s), so that the kill strands requests in
+  // flight rather than an idle node.
   int64_t threshold = std::llround(knobs.at * knobs.jobs);
   bool reached = WaitForArrivals(mock, route, threshold, std::chrono::seconds(300));
   std::set<std::string> held;
-  for (int i = 0; reached && i < 100 && HeldBy(conn, victim).empty(); ++i) {
+  for (int i = 0; reached && i < 150 && HeldBy(conn, victim).size() < 10; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   fleet.Signal(victim, SIGKILL);
