@@ -140,7 +140,7 @@ for _ in $(seq 600); do
 done
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || true)
-if [ -n "$commit" ] && [ -n "$(git status --porcelain -- worker schema tiers load 2>/dev/null)" ]; then
+if [ -n "$commit" ] && [ -n "$(git status --porcelain -- worker schema tiers load ':!load/results' 2>/dev/null)" ]; then
   commit="$commit+changes"
 fi
 failed=0
