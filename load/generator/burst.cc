@@ -4,6 +4,7 @@
 #include <map>
 
 #include "app_sender.h"
+#include "report.h"
 #include "scenario_stack.h"
 
 namespace bulkhead::load {
@@ -84,6 +85,16 @@ std::vector<std::pair<double, double>> RatePerInterval(const std::vector<MockRec
                         static_cast<double>(counts[i]) / bucket_s);
   }
   return points;
+}
+
+nlohmann::json Arrivals::ToJson(size_t sent) const {
+  return {{"sent", sent},
+          {"delivered", delivered},
+          {"duplicates", duplicates},
+          {"lost", lost},
+          {"bad_signatures", bad_signatures},
+          {"drain_s", RoundTo(drain_s(), 0.01)},
+          {"deliveries_per_s", RoundTo(rate(), 1)}};
 }
 
 Arrivals TallyArrivals(const std::vector<MockRecord>& records, const std::set<std::string>& ids) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
 #include <string>
@@ -50,6 +51,9 @@ struct Arrivals {
   std::set<std::string> duplicated_ids;
   double drain_s() const { return last_us > first_us ? (last_us - first_us) / 1e6 : 0; }
   double rate() const { return drain_s() > 0 ? delivered / drain_s() : 0; }
+  // The results JSON's common fields: sent, delivered, duplicates, lost, bad_signatures,
+  // drain_s and deliveries_per_s.
+  nlohmann::json ToJson(size_t sent) const;
 };
 Arrivals TallyArrivals(const std::vector<MockRecord>& records, const std::set<std::string>& ids);
 

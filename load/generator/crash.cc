@@ -107,7 +107,6 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
   double rescue_s = rescued_at ? (rescued_at - killed_at) / 1e6 : -1;
   bool pass = all && reached && a.lost == 0 && stray == 0 && a.bad_signatures == 0 &&
               rescued_at != 0 && !held.empty();
-  auto round = [](double v, double unit) { return std::round(v / unit) * unit; };
 
   nlohmann::json result = {{"scenario", "crash"},
                            {"profile", knobs.profile},
@@ -122,16 +121,10 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
                            {"killed_node", victim},
                            {"delivered_at_kill", delivered_at_kill},
                            {"held_at_kill", held.size()},
-                           {"rescue_s", round(rescue_s, 0.01)},
-                           {"sent", burst.ids.size()},
-                           {"delivered", a.delivered},
-                           {"duplicates", a.duplicates},
+                           {"rescue_s", RoundTo(rescue_s, 0.01)},
                            {"duplicates_not_held_at_kill", stray},
-                           {"lost", a.lost},
-                           {"bad_signatures", a.bad_signatures},
-                           {"drain_s", round(a.drain_s(), 0.01)},
-                           {"deliveries_per_s", round(a.rate(), 1)},
                            {"pass", pass}};
+  result.update(a.ToJson(burst.ids.size()));
   if (!context.commit.empty()) result["commit"] = context.commit;
 
   Table table = {

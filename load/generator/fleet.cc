@@ -155,16 +155,11 @@ int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs) {
   bool pass = clean(one) && clean(many) &&
               many.per_node.size() == static_cast<size_t>(knobs.nodes) && opened_at != 0 &&
               most <= cap && after_grace == 0;
-  auto round = [](double v, double unit) { return std::round(v / unit) * unit; };
   auto drain_json = [&](const Drain& d, int nodes) {
-    return nlohmann::json{{"nodes", nodes},
-                          {"sent", d.sent},
-                          {"delivered", d.arrivals.delivered},
-                          {"duplicates", d.arrivals.duplicates},
-                          {"lost", d.arrivals.lost},
-                          {"drain_s", round(d.arrivals.drain_s(), 0.01)},
-                          {"deliveries_per_s", round(d.arrivals.rate(), 1)},
-                          {"completed_per_node", d.per_node}};
+    nlohmann::json j = d.arrivals.ToJson(d.sent);
+    j["nodes"] = nodes;
+    j["completed_per_node"] = d.per_node;
+    return j;
   };
   nlohmann::json result = {
       {"scenario", "fleet"},
@@ -177,12 +172,12 @@ int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs) {
         {"LOAD_FLEET_HANG_JOBS", knobs.hang_jobs}}},
       {"one_node", drain_json(one, 1)},
       {"fleet", drain_json(many, knobs.nodes)},
-      {"throughput_ratio", round(ratio, 0.01)},
+      {"throughput_ratio", RoundTo(ratio, 0.01)},
       {"hanging_channel",
        {{"channel_cap_per_node", cap},
         {"max_held_per_node", max_held},
         {"breaker", state},
-        {"opened_after_s", opened_at ? round((opened_at - released_at) / 1e6, 0.01) : -1.0},
+        {"opened_after_s", opened_at ? RoundTo((opened_at - released_at) / 1e6, 0.01) : -1.0},
         {"requests", hang_records.size()},
         {"requests_after_open", after_open},
         {"requests_after_open_plus_500ms", after_grace}}},

@@ -81,7 +81,6 @@ int RunPgRestart(const ScenarioContext& context, const FleetKnobs& knobs) {
   double resumed_s = next_after_back ? (next_after_back - back_at) / 1e6 : -1;
   bool pass = reached && status == 0 && all && a.lost == 0 && a.bad_signatures == 0 &&
               survived == static_cast<int>(pids.size());
-  auto round = [](double v, double unit) { return std::round(v / unit) * unit; };
 
   nlohmann::json result = {{"scenario", "pg_restart"},
                            {"profile", knobs.profile},
@@ -94,17 +93,11 @@ int RunPgRestart(const ScenarioContext& context, const FleetKnobs& knobs) {
                            {"nodes", knobs.nodes},
                            {"nodes_survived", survived},
                            {"restart_exit_status", status},
-                           {"restart_s", round(outage_s, 0.01)},
-                           {"first_delivery_after_restart_s", round(resumed_s, 0.01)},
-                           {"longest_gap_s", round(gap / 1e6, 0.01)},
-                           {"sent", burst.ids.size()},
-                           {"delivered", a.delivered},
-                           {"duplicates", a.duplicates},
-                           {"lost", a.lost},
-                           {"bad_signatures", a.bad_signatures},
-                           {"drain_s", round(a.drain_s(), 0.01)},
-                           {"deliveries_per_s", round(a.rate(), 1)},
+                           {"restart_s", RoundTo(outage_s, 0.01)},
+                           {"first_delivery_after_restart_s", RoundTo(resumed_s, 0.01)},
+                           {"longest_gap_s", RoundTo(gap / 1e6, 0.01)},
                            {"pass", pass}};
+  result.update(a.ToJson(burst.ids.size()));
   if (!context.commit.empty()) result["commit"] = context.commit;
 
   Table table = {

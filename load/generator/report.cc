@@ -34,6 +34,8 @@ std::string Thousands(int64_t v) {
 
 std::string FormatFixed(double v, int decimals) { return Fixed(v, decimals); }
 
+double RoundTo(double v, double unit) { return std::round(v / unit) * unit; }
+
 std::string FormatMs(double ms) {
   return (ms >= 1000 ? Thousands(std::llround(ms)) : Fixed(ms, ms < 100 ? 1 : 0)) + " ms";
 }

@@ -45,6 +45,9 @@ std::string HtmlPage(const std::string& title, const std::string& verdict, bool 
                      const std::vector<Table>& tables, const nlohmann::json& knobs,
                      const std::vector<Chart>& charts = {});
 
+// v rounded to a multiple of `unit` (0.01, 0.1, 1), for the results JSON.
+double RoundTo(double v, double unit);
+
 // 12345 → "12,345"; a latency in ms as "3.2 ms" or "1,234 ms"; v with `decimals` decimals.
 std::string Thousands(int64_t v);
 std::string FormatMs(double ms);

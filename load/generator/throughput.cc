@@ -35,7 +35,6 @@ int RunThroughput(const ScenarioContext& context, const ThroughputKnobs& knobs) 
   double drain_s = a.drain_s();
   double cpu_s = after.cpu_s - before.cpu_s;
   bool pass = all && a.lost == 0 && a.duplicates == 0 && a.bad_signatures == 0;
-  auto round = [](double v, double unit) { return std::round(v / unit) * unit; };
 
   nlohmann::json result = {
       {"scenario", "throughput"},
@@ -43,22 +42,16 @@ int RunThroughput(const ScenarioContext& context, const ThroughputKnobs& knobs) 
       {"started_at", started_at},
       {"knobs",
        {{"LOAD_THROUGHPUT_JOBS", knobs.jobs}, {"LOAD_THROUGHPUT_CHANNELS", knobs.channels}}},
-      {"enqueued_s", round(burst.enqueue_s, 0.01)},
-      {"sent", burst.ids.size()},
-      {"delivered", a.delivered},
-      {"duplicates", a.duplicates},
-      {"lost", a.lost},
-      {"bad_signatures", a.bad_signatures},
+      {"enqueued_s", RoundTo(burst.enqueue_s, 0.01)},
       {"first_arrival_after_resume_s",
-       a.first_us == 0 ? 0.0 : round(static_cast<double>(a.first_us - resumed_at) / 1e6, 0.01)},
-      {"drain_s", round(drain_s, 0.01)},
-      {"deliveries_per_s", round(a.rate(), 1)},
+       a.first_us == 0 ? 0.0 : RoundTo(static_cast<double>(a.first_us - resumed_at) / 1e6, 0.01)},
       {"node",
-       {{"cpu_s", round(cpu_s, 0.01)},
-        {"cpu_share_of_one_core", drain_s > 0 ? round(cpu_s / drain_s, 0.01) : 0.0},
-        {"rss_mib", round(after.rss_mib, 0.1)},
-        {"peak_rss_mib", round(after.peak_rss_mib, 0.1)}}},
+       {{"cpu_s", RoundTo(cpu_s, 0.01)},
+        {"cpu_share_of_one_core", drain_s > 0 ? RoundTo(cpu_s / drain_s, 0.01) : 0.0},
+        {"rss_mib", RoundTo(after.rss_mib, 0.1)},
+        {"peak_rss_mib", RoundTo(after.peak_rss_mib, 0.1)}}},
       {"pass", pass}};
+  result.update(a.ToJson(burst.ids.size()));
   if (!context.commit.empty()) result["commit"] = context.commit;
 
   Table table = {
