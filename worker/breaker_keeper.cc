@@ -118,6 +118,15 @@ void BreakerKeeper::Run() {
   }
 }
 
+void BreakerKeeper::Count(const std::string& tier, std::string_view to, int64_t parked,
+                          int64_t transitions) {
+  if (!options_.metrics) return;
+  const Metrics::Tier& m = options_.metrics->ForTier(tier);
+  (to == "open" ? m.transitions_open : m.transitions_closed)
+      ->Increment(static_cast<double>(transitions));
+  if (parked > 0) m.parked->Increment(static_cast<double>(parked));
+}
+
 bool BreakerKeeper::Execute(const Request& request) {
   const TierOptions tier = Tier(request.tier);
   try {
@@ -126,6 +135,7 @@ bool BreakerKeeper::Execute(const Request& request) {
       JobStore::Transition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
       if (t.done) {
         ++opened_;
+        Count(tier.name, "open", t.jobs);
         Log(LogLevel::kWarn, "breaker_opened",
             {{"tier", tier.name},
              {"channel", request.channel},
@@ -137,6 +147,7 @@ bool BreakerKeeper::Execute(const Request& request) {
       JobStore::Transition t = store.CloseBreaker(request.channel, request.job);
       if (t.done) {
         ++closed_;
+        Count(tier.name, "closed", 0);
         board(tier.name).Learn(request.channel, true);
         Log(LogLevel::kInfo, "breaker_closed",
             {{"tier", tier.name},
@@ -151,6 +162,7 @@ bool BreakerKeeper::Execute(const Request& request) {
                                                    tier.cooldown_max_ms, reason);
       if (t.done) {
         ++reopened_;
+        Count(tier.name, "open", t.jobs);
         Log(LogLevel::kWarn, "breaker_reopened",
             {{"tier", tier.name},
              {"channel", request.channel},
@@ -184,6 +196,7 @@ bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
       for (const auto& tier : tiers) {
         int expired = store_.Get().ExpireProbes(tier.name, tier.cooldown_ms, tier.cooldown_max_ms);
         if (expired > 0) {
+          Count(tier.name, "open", 0, expired);
           Log(LogLevel::kWarn, "breaker_probes_expired",
               {{"tier", tier.name},
                {"breakers", expired},

@@ -38,6 +38,7 @@
 
 #include "breaker_board.h"
 #include "config.h"
+#include "metrics.h"
 #include "store_connection.h"
 
 namespace bulkhead {
@@ -50,6 +51,8 @@ class BreakerKeeper {
     std::chrono::milliseconds slow_check_every{250};
     std::chrono::milliseconds expire_every{1000};
     std::chrono::milliseconds reconcile_every{5000};
+    // Transitions this keeper makes and the jobs they park; nullptr records nothing.
+    Metrics* metrics = nullptr;
   };
 
   // A probe has until its request timeout plus this to answer before any node re-opens.
@@ -96,6 +99,8 @@ class BreakerKeeper {
   void Run();
   // Runs one request; false if the database failed (the request stays queued).
   bool Execute(const Request& request);
+  // Counts `transitions` into the state `to` (open, closed) and the jobs they parked.
+  void Count(const std::string& tier, std::string_view to, int64_t parked, int64_t transitions = 1);
   // The timers' work; false if the database failed.
   bool Maintain(std::chrono::steady_clock::time_point now);
   TierOptions Tier(const std::string& name);  // a copy of the current settings

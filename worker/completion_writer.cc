@@ -73,6 +73,9 @@ void CompletionWriter::Run() {
     try {
       store.Get().Record(batch, options_.node);
       ok = true;
+      if (options_.metrics) {
+        options_.metrics->completion_batch_size().Observe(static_cast<double>(batch.size()));
+      }
       backoff = std::chrono::milliseconds(100);
     } catch (const std::exception& e) {
       Log(LogLevel::kWarn, "completion_write_failed",

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "job_store.h"
+#include "metrics.h"
 
 namespace bulkhead {
 
@@ -38,6 +39,7 @@ class CompletionWriter {
     std::string node;      // the fence: results are written for this node's claims only
     int batch_size = 500;
     std::chrono::milliseconds flush_interval{5};
+    Metrics* metrics = nullptr;  // bulkhead_completion_batch_size; nullptr records nothing
   };
 
   explicit CompletionWriter(Options options);

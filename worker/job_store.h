@@ -29,6 +29,7 @@ struct ClaimedJob {
   std::string url;
   std::string secret;
   bool probe = false;  // sent as its channel's one breaker probe (ClaimProbes)
+  double wait_s = 0;   // Claim only: seconds from its enqueue or scheduled retry to the claim
 };
 
 // The outcome of one attempt, to be written back.
@@ -150,6 +151,21 @@ class JobStore {
   std::pair<int64_t, int64_t> ParkBehindOpenBreakers();
   // The channels whose breaker is not closed, fleet-wide.
   std::vector<int64_t> NotClosedBreakers();
+
+  // ---- The leader's metrics samples (see job_store.cc) ----
+
+  struct FleetCount {
+    std::string tier;
+    std::string state;
+    int64_t n = 0;
+  };
+  struct FleetCounts {
+    std::vector<FleetCount> jobs;      // every tier × available, scheduled, parked, executing
+    std::vector<FleetCount> breakers;  // every tier × open, half_open (channels)
+    std::vector<std::pair<std::string, double>> lag_s;  // every tier: oldest claimable job's age
+  };
+  // Reads the three samples in one snapshot; each reads one partial index, never finished rows.
+  FleetCounts SampleFleet();
 
   // ---- Operators ----
 

@@ -1,9 +1,11 @@
 #include "logger.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <vector>
 
 namespace bulkhead {
 namespace {
@@ -55,6 +57,50 @@ void Log(LogLevel level, std::string_view event, const nlohmann::json& fields) {
   }
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
+namespace {
+
+// The live RepeatedEvents. Guarded by repeated_mu, which is taken before mu (Log's), never
+// after.
+std::mutex repeated_mu;
+std::vector<RepeatedEvent*>& Repeated() {
+  static std::vector<RepeatedEvent*> events;
+  return events;
+}
+
+}  // namespace
+
+RepeatedEvent::RepeatedEvent(LogLevel level, std::string event, nlohmann::json fields)
+    : level_(level),
+      event_(std::move(event)),
+      fields_(std::move(fields)),
+      last_line_(std::chrono::steady_clock::now()) {
+  std::lock_guard lock(repeated_mu);
+  Repeated().push_back(this);
+}
+
+RepeatedEvent::~RepeatedEvent() {
+  std::lock_guard lock(repeated_mu);
+  std::erase(Repeated(), this);
+  Summarize(std::chrono::steady_clock::now(), true);
+}
+
+void RepeatedEvent::Summarize(std::chrono::steady_clock::time_point now, bool force) {
+  uint64_t count = count_.load(std::memory_order_relaxed);
+  if (count == logged_) return;
+  if (!force && now - last_line_ < kSummaryEvery) return;
+  nlohmann::json line = fields_.is_object() ? fields_ : nlohmann::json::object();
+  line["count"] = count - logged_;
+  line["window_s"] = std::round(std::chrono::duration<double>(now - last_line_).count() * 10) / 10;
+  Log(level_, event_, line);
+  logged_ = count;
+  last_line_ = now;
+}
+
+void FlushRepeatedEvents(std::chrono::steady_clock::time_point now, bool force) {
+  std::lock_guard lock(repeated_mu);
+  for (RepeatedEvent* event : Repeated()) event->Summarize(now, force);
 }
 
 std::string FirstLine(std::string_view text) {

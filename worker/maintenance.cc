@@ -43,6 +43,7 @@ void Maintenance::Run() {
           leader_ = true;
           next_rescue_ = next_park_ = next_reconcile_ = now;
           next_prune_ = now + options_.rescue_every;  // rescue first, prune after
+          next_sample_ = now;
           Log(LogLevel::kInfo, "leader_elected",
               {{"detail",
                 "this node now runs the fleet's maintenance (rescue, pruning, "
@@ -51,7 +52,7 @@ void Maintenance::Run() {
       }
       if (leader_) {
         Lead(now);
-        next = std::min({next_rescue_, next_park_, next_reconcile_, next_prune_});
+        next = std::min({next_rescue_, next_park_, next_reconcile_, next_prune_, next_sample_});
       }
       backoff = std::chrono::milliseconds(100);
     } catch (const std::exception& e) {
@@ -63,6 +64,7 @@ void Maintenance::Run() {
         Log(LogLevel::kWarn, "maintenance_failed", {{"error", FirstLine(e.what())}});
       }
       leader_ = false;
+      if (options_.metrics) options_.metrics->ClearFleetSample();
       store_.Reset();  // closing the connection releases the lock, if it was still held
       next = std::chrono::steady_clock::now() + backoff;
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
@@ -79,6 +81,7 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
     JobStore::Rescue rescue = store.RescueLost();
     if (rescue.jobs > 0) {
       rescued_ += rescue.jobs;
+      if (options_.metrics) options_.metrics->rescued().Increment(static_cast<double>(rescue.jobs));
       Log(LogLevel::kWarn, "jobs_rescued",
           {{"jobs", rescue.jobs},
            {"discarded", rescue.discarded},
@@ -89,12 +92,8 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
   if (now >= next_park_) {
     next_park_ = now + options_.park_every;
     auto [parked, channels] = store.ParkBehindOpenBreakers();
-    if (parked > 0) {
-      Log(LogLevel::kInfo, "parked_behind_open",
-          {{"jobs", parked},
-           {"channels", channels},
-           {"detail", "parked jobs enqueued while their breaker was opening"}});
-    }
+    (void)channels;
+    if (parked > 0) parked_log_.Add(static_cast<uint64_t>(parked));
   }
   if (now >= next_reconcile_) {
     next_reconcile_ = now + options_.reconcile_every;
@@ -105,6 +104,10 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
            {"channels", channels},
            {"detail", "unparked jobs that waited behind closed breakers"}});
     }
+  }
+  if (now >= next_sample_) {
+    next_sample_ = now + options_.sample_every;
+    if (options_.metrics) options_.metrics->SetFleetSample(store.SampleFleet());
   }
   if (now >= next_prune_) {
     next_prune_ = now + options_.prune_every;

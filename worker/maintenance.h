@@ -16,6 +16,9 @@
 // - every minute: prunes finished jobs older than the retention, in batches of 10,000 until a
 //   batch comes back short (at most 100 batches a run), and forgets the rows of nodes whose
 //   lease ended over an hour ago.
+// - every `sample_every` (15 s): the fleet-wide counts for the metrics (JobStore::SampleFleet:
+//   jobs by state, breakers by state, queue lag per tier), which only the leader exports
+//   (see metrics.h for how a dashboard aggregates them).
 // A leader that loses its connection stops being leader; on reconnect it competes again. A
 // leader that keeps its connection but not its lease — frozen by SIGSTOP, or cut off from the
 // fleet while its maintenance connection lives — would hold the lock for ever: a node that
@@ -33,6 +36,8 @@
 #include <string>
 #include <thread>
 
+#include "logger.h"
+#include "metrics.h"
 #include "store_connection.h"
 
 namespace bulkhead {
@@ -49,6 +54,8 @@ class Maintenance {
     std::chrono::milliseconds reconcile_every{5000};
     std::chrono::milliseconds prune_every{60000};
     int prune_batch = 10000;
+    std::chrono::milliseconds sample_every{15000};
+    Metrics* metrics = nullptr;  // rescues and the fleet samples; nullptr records nothing
   };
 
   explicit Maintenance(Options options);
@@ -83,6 +90,12 @@ class Maintenance {
   std::chrono::steady_clock::time_point next_park_{};
   std::chrono::steady_clock::time_point next_reconcile_{};
   std::chrono::steady_clock::time_point next_prune_{};
+  std::chrono::steady_clock::time_point next_sample_{};
+  // Jobs parked behind an opening breaker, logged as one summary a minute (this runs every
+  // second while a breaker opens).
+  RepeatedEvent parked_log_{LogLevel::kInfo,
+                            "parked_behind_open",
+                            {{"detail", "parked jobs enqueued while their breaker was opening"}}};
 
   std::thread thread_;  // started last
 };

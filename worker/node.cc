@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <pqxx/pqxx>
+#include <string_view>
 
 #include "breaker_keeper.h"
 #include "completion_writer.h"
@@ -15,9 +18,11 @@
 #include "job_store.h"
 #include "logger.h"
 #include "maintenance.h"
+#include "metrics.h"
 #include "migrations.h"
 #include "migrator.h"
 #include "queue_runner.h"
+#include "status_server.h"
 #include "store_connection.h"
 #include "version.h"
 #include "wakeup_listener.h"
@@ -107,6 +112,13 @@ int Node::Run() {
   std::vector<std::string> tier_names;
   for (const auto& tier : config_.tiers) tier_names.push_back(tier.name);
 
+  // Recording off is a benchmark aid (load/engine_bench.sh metrics-cost): the parts get no
+  // Metrics, so their hooks are skipped; the families are still served.
+  const char* recording_env = std::getenv("BULKHEAD_METRICS_RECORDING");
+  const bool recording = recording_env == nullptr || std::string_view(recording_env) != "off";
+  Metrics metrics(kVersion);
+  Metrics* record = recording ? &metrics : nullptr;
+
   StoreConnection store(database_);
   try {
     pqxx::connection conn(database_);
@@ -126,6 +138,7 @@ int Node::Run() {
     // left executing: they would look alive under the new lease, so they go back first.
     JobStore::Rescue own = store.Get().RescueLost(options.node);
     if (own.jobs > 0) {
+      if (record) record->rescued().Increment(static_cast<double>(own.jobs));
       Log(LogLevel::kWarn, "jobs_rescued",
           {{"jobs", own.jobs},
            {"discarded", own.discarded},
@@ -144,18 +157,22 @@ int Node::Run() {
   // Declaration order is destruction order reversed: the sender goes first, so no callback
   // outlives the runners, and the keeper and writer outlive the runners that feed them.
   CompletionWriter writer({database_, options.node, options.completion_batch_size,
-                           std::chrono::milliseconds(options.completion_flush_ms)});
-  BreakerKeeper keeper({database_, config_.tiers});
-  Maintenance maintenance(
-      {database_, options.node, std::chrono::milliseconds(options.retention_ms)});
+                           std::chrono::milliseconds(options.completion_flush_ms), record});
+  BreakerKeeper::Options keeper_options{database_, config_.tiers};
+  keeper_options.metrics = record;
+  BreakerKeeper keeper(keeper_options);
+  Maintenance::Options maintenance_options{database_, options.node,
+                                           std::chrono::milliseconds(options.retention_ms)};
+  maintenance_options.metrics = record;
+  Maintenance maintenance(maintenance_options);
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
   auto sender = std::make_unique<HttpSender>();
   for (const auto& tier : config_.tiers) {
-    runners.emplace(tier.name,
-                    std::make_unique<QueueRunner>(
-                        QueueRunner::Options{tier, options.node, database_,
-                                             std::chrono::milliseconds(options.poll_interval_ms)},
-                        *sender, writer, keeper));
+    runners.emplace(tier.name, std::make_unique<QueueRunner>(
+                                   QueueRunner::Options{
+                                       tier, options.node, database_,
+                                       std::chrono::milliseconds(options.poll_interval_ms), record},
+                                   *sender, writer, keeper));
   }
   auto listener = std::make_unique<WakeupListener>(
       database_,
@@ -168,9 +185,56 @@ int Node::Run() {
       },
       [&keeper](const std::string& payload) { keeper.Learn(payload); });
 
+  // The status server's callbacks run on its thread. They read the parts under parts_mu and
+  // only while `serving`: the first stop signal clears it before any part goes away.
+  std::mutex parts_mu;
+  bool serving = true;                  // guarded by parts_mu
+  std::atomic<bool> database_ok{true};  // the last heartbeat succeeded
+  std::vector<const Metrics::Tier*> tier_metrics;
+  for (const auto& tier : config_.tiers) tier_metrics.push_back(&metrics.ForTier(tier.name));
+  auto scrape = [&] {
+    {
+      std::lock_guard lock(parts_mu);
+      if (serving) {
+        size_t i = 0;
+        for (const auto& tier : config_.tiers) {
+          const QueueRunner& runner = *runners.at(tier.name);
+          tier_metrics[i]->inflight->Set(static_cast<double>(runner.in_flight()));
+          tier_metrics[i]->workers->Set(runner.workers());
+          ++i;
+        }
+      }
+    }
+    return metrics.Scrape();
+  };
+  auto readiness = [&] {
+    std::vector<std::string> reasons;
+    std::lock_guard lock(parts_mu);
+    if (!serving) return std::vector<std::string>{"draining: the node is stopping"};
+    if (!database_ok) reasons.push_back("database: the last heartbeat failed");
+    if (!listener->connected()) reasons.push_back("listen: the LISTEN connection is down");
+    for (const auto& [name, runner] : runners) {
+      if (!runner->claim_loop_healthy()) {
+        reasons.push_back("claim loop " + name + ": not running, or its last claim failed");
+      }
+    }
+    return reasons;
+  };
+  StatusServer status(options.metrics_listen, scrape, readiness);
+  if (!status.ok()) {
+    Log(LogLevel::kError, "metrics_listen_failed",
+        {{"listen", options.metrics_listen},
+         {"error", status.error()},
+         {"detail", "no /metrics, /healthz or /readyz on this node; delivering anyway"}});
+  }
+
   nlohmann::json tiers = nlohmann::json::object();
   for (const auto& tier : config_.tiers) tiers[tier.name] = {{"workers", tier.workers}};
-  Log(LogLevel::kInfo, "node_started", {{"version", kVersion}, {"tiers", tiers}});
+  Log(LogLevel::kInfo, "node_started",
+      {{"version", kVersion},
+       {"tiers", tiers},
+       {"metrics_listen", status.ok() ? options.metrics_listen : ""},
+       {"metrics_recording", recording}});
 
   // Until the first stop signal: heartbeat, five times per lease, so that a slow statement or
   // two does not cost the node its lease.
@@ -181,18 +245,27 @@ int Node::Run() {
     sig = WaitForSignal(std::min(std::chrono::milliseconds(1000), heartbeat_every));
     if (sig == SIGTERM || sig == SIGINT) break;
     if (sig == SIGHUP) Reload(runners, keeper);
+    FlushRepeatedEvents();
     if (std::chrono::steady_clock::now() >= next_heartbeat) {
       next_heartbeat = std::chrono::steady_clock::now() + heartbeat_every;
       try {
         store.Get().Heartbeat(options.node, options.lease_ms);
+        database_ok = true;
       } catch (const std::exception& e) {
+        database_ok = false;
         Log(LogLevel::kWarn, "heartbeat_failed", {{"error", FirstLine(e.what())}});
         store.Reset();
+        // Try again within a second: readiness should come back soon after the database.
+        next_heartbeat = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       }
     }
   }
 
-  // First stop signal: stop claiming, drain, hand back.
+  // First stop signal: not ready any more, stop claiming, drain, hand back.
+  {
+    std::lock_guard lock(parts_mu);
+    serving = false;
+  }
   listener.reset();
   for (auto& [name, runner] : runners) runner->StopClaiming();
   auto in_flight = [&runners] {
@@ -242,6 +315,7 @@ int Node::Run() {
       }
     }
   }
+  FlushRepeatedEvents(std::chrono::steady_clock::now(), true);
   Log(LogLevel::kInfo, "node_stopped",
       {{"handed_back", handed_back},
        {"claims", claims},

@@ -14,6 +14,13 @@
 //     load is refused with the file, key and reason, and every setting in force is kept.
 //     The set of tiers served is fixed at start.
 //
+// Observability: a StatusServer on `metrics_listen` serves /metrics, /healthz and /readyz
+// (status_server.h); a port that cannot be bound is logged (metrics_listen_failed) and the
+// node runs on without it — deliveries matter more than the endpoint, and the orchestrator's
+// probe failing says so. Repeated events' summaries are flushed from the main loop, once a
+// second. BULKHEAD_METRICS_RECORDING=off (a benchmark aid, docs/metrics.md) leaves every hot
+// path hook out; the endpoint still serves.
+//
 // Ownership: the Node owns every part and destroys the HttpSender first, since its callbacks
 // reach into the runners and the writer. Run() runs on the calling (main) thread.
 #pragma once

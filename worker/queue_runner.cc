@@ -30,12 +30,19 @@ std::string FailureReason(const HttpOutcome& outcome) {
 
 const std::string kUserAgent = std::string("Bulkhead/") + kVersion;
 
+RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
+  return RepeatedEvent(LogLevel::kInfo, "delivery_retries",
+                       {{"tier", tier},
+                        {"outcome", outcome},
+                        {"detail", "failed attempts rescheduled for a retry"}});
+}
+
 }  // namespace
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
-// Repeated events (caps reached, demotions) are logged as one summary at most this often.
-constexpr auto kSummaryEvery = std::chrono::minutes(1);
+// Repeated events (caps reached, demotions) are logged as one summary at most kSummaryEvery
+// (logger.h) apart.
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
@@ -52,6 +59,19 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       retry_(std::in_place, Delays(tier_.retry_delays_ms), tier_.retry_jitter),
       caps_(CapsOf(tier_)),
       store_(options_.database),
+      metrics_(options_.metrics ? &options_.metrics->ForTier(options_.tier.name) : nullptr),
+      parked_log_(LogLevel::kInfo, "jobs_parked_at_claim",
+                  {{"tier", options_.tier.name},
+                   {"detail", "jobs the claim found behind a breaker that is not closed, parked"}}),
+      probes_log_(
+          LogLevel::kInfo, "breaker_probes_sent",
+          {{"tier", options_.tier.name},
+           {"detail", "one parked job per channel due a probe, sent to test its endpoint"}}),
+      retries_log_{RetryLog(options_.tier.name, "failed"), RetryLog(options_.tier.name, "timeout"),
+                   RetryLog(options_.tier.name, "refused")},
+      discarded_log_(LogLevel::kWarn, "deliveries_discarded",
+                     {{"tier", options_.tier.name},
+                      {"detail", "jobs whose last attempt failed: discarded, not retried"}}),
       thread_([this] { Run(); }) {}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
@@ -99,6 +119,11 @@ size_t QueueRunner::in_flight() const {
   return in_flight_.size();
 }
 
+int QueueRunner::workers() const {
+  std::lock_guard lock(mu_);
+  return tier_.workers;
+}
+
 std::chrono::steady_clock::time_point QueueRunner::NextPoll() {
   // ±20 %: nodes that started together do not poll together.
   return std::chrono::steady_clock::now() +
@@ -107,6 +132,11 @@ std::chrono::steady_clock::time_point QueueRunner::NextPoll() {
 }
 
 void QueueRunner::Run() {
+  running_ = true;
+  struct Ended {
+    std::atomic<bool>& running;
+    ~Ended() { running = false; }
+  } ended{running_};
   bool more = true;  // claim at once: work may have queued up while no node ran
   auto next_poll = NextPoll();
   auto next_probe = std::chrono::steady_clock::now();
@@ -179,7 +209,10 @@ bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
   // statement, not two.
   std::vector<int64_t> covered;
   for (int64_t tenant : at_cap.tenants) {
-    if (reached) ++tenant_caps_hit_;
+    if (reached) {
+      ++tenant_caps_hit_;
+      if (metrics_) metrics_->capped_tenant->Increment();
+    }
     covered.push_back(tenant);
     {
       std::lock_guard lock(mu_);
@@ -196,7 +229,10 @@ bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
     }
   }
   for (const auto& [channel, tenant] : at_cap.channels) {
-    if (reached) ++channel_caps_hit_;
+    if (reached) {
+      ++channel_caps_hit_;
+      if (metrics_) metrics_->capped_channel->Increment();
+    }
     if (std::find(covered.begin(), covered.end(), tenant) != covered.end()) {
       std::lock_guard lock(mu_);
       caps_.DemoteChannelDue(channel, now);  // counts as demoted (refill), no statement
@@ -255,14 +291,24 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
         caps_.Forget(std::chrono::steady_clock::now());
         limits = caps_.Limits();
       }
+      const auto started = std::chrono::steady_clock::now();
       std::vector<ClaimedJob> jobs =
           store_.Get().Claim(options_.tier.name, limit, options_.node, limits, &parked);
+      claim_ok_ = true;
       ++claims_;
       claimed_ += jobs.size();
       parked_at_claim_ += parked;
+      if (parked > 0) parked_log_.Add(parked);
+      if (metrics_) {
+        metrics_->claim_duration->Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        if (parked > 0) metrics_->parked->Increment(parked);
+        for (const auto& job : jobs) metrics_->queue_wait->Observe(job.wait_s);
+      }
       *taken = static_cast<int>(jobs.size()) + parked;
       return jobs;
     } catch (const std::exception& e) {
+      claim_ok_ = false;
       Log(LogLevel::kWarn, "claim_failed",
           {{"tier", options_.tier.name},
            {"error", FirstLine(e.what())},
@@ -286,9 +332,11 @@ std::vector<ClaimedJob> QueueRunner::ClaimProbes(int limit) {
         store_.Get().ClaimProbes(tier.name, limit, options_.node,
                                  tier.request_timeout_ms + BreakerKeeper::kProbeMargin.count());
     probes_ += probes.size();
-    for (const auto& probe : probes) {
-      Log(LogLevel::kInfo, "breaker_probe",
-          {{"tier", tier.name}, {"channel", probe.channel_id}, {"job", probe.id}});
+    // Each probe moved its channel open → half_open. Logged as a summary (one line a minute),
+    // not a line per probe: a hundred dead channels would otherwise write 100 lines a cooldown.
+    if (!probes.empty()) {
+      probes_log_.Add(probes.size());
+      if (metrics_) metrics_->transitions_half_open->Increment(static_cast<double>(probes.size()));
     }
     return probes;
   } catch (const std::exception& e) {
@@ -327,7 +375,8 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
     // Register before sending, so that the callback always finds its job.
     std::lock_guard lock(mu_);
     for (const auto& job : jobs) {
-      in_flight_.emplace(job.id, InFlight{job.attempt, job.channel_id, job.tenant_id, job.probe});
+      in_flight_.emplace(job.id, InFlight{job.attempt, job.channel_id, job.tenant_id, job.probe,
+                                          job.attempt >= job.max_attempts});
       CapLedger::Reached r = caps_.Add(job.channel_id, job.tenant_id);
       if (r.channel) reached.channels.emplace_back(job.channel_id, job.tenant_id);
       if (r.tenant) reached.tenants.push_back(job.tenant_id);
@@ -391,6 +440,20 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     } else if (auto trip = board_.Finished(job.channel, job_id, signal, detail,
                                            std::chrono::steady_clock::now())) {
       keeper_.RequestOpen(options_.tier.name, std::move(*trip));
+    }
+    const DeliveryOutcome counted = ClassifyDelivery(outcome, job.last_attempt);
+    if (metrics_) {
+      metrics_->Delivered(counted);
+      metrics_->delivery_duration->Observe(std::chrono::duration<double>(outcome.duration).count());
+    }
+    switch (counted) {
+      case DeliveryOutcome::kDelivered:
+        break;
+      case DeliveryOutcome::kDiscarded:
+        discarded_log_.Add();
+        break;
+      default:
+        retries_log_[static_cast<int>(counted) - 1].Add();
     }
     AttemptResult result;
     result.id = job_id;

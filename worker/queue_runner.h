@@ -25,6 +25,12 @@
 // fallback poll (poll_interval ±20 %, which is also what finds retries coming due). A claim
 // asks for all free slots at once, so at high throughput one round trip refills many.
 //
+// Metrics and logs. The runner records its tier's metrics (Metrics::Tier) where the events
+// happen: the claim's duration and the queue wait on the runner thread, each attempt's outcome
+// and duration on the I/O thread — atomics and prometheus-cpp's own histogram lock only. Events
+// that repeat with traffic (retries, discards, jobs parked at claim, probes) are counted into
+// RepeatedEvents and logged as one summary a minute each, never a line per job.
+//
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
@@ -52,6 +58,8 @@
 #include "config.h"
 #include "http_sender.h"
 #include "job_store.h"
+#include "logger.h"
+#include "metrics.h"
 #include "retry_policy.h"
 #include "store_connection.h"
 
@@ -64,6 +72,7 @@ class QueueRunner {
     std::string node;
     std::string database;  // libpq connection string
     std::chrono::milliseconds poll_interval{1000};
+    Metrics* metrics = nullptr;  // nullptr: record nothing (tests, the benchmark's off runs)
   };
 
   // Starts the runner thread, which connects and claims at once (catching up on what was
@@ -89,6 +98,11 @@ class QueueRunner {
   int HandBackInFlight();
 
   size_t in_flight() const;
+  // The tier's worker slots now (after any reload).
+  int workers() const;
+  // Whether the runner thread runs and its last claim statement succeeded (false from a
+  // failed claim until the next one succeeds): /readyz's "claim loop running".
+  bool claim_loop_healthy() const { return running_.load() && claim_ok_.load(); }
   const std::string& queue() const { return options_.tier.name; }
   // Jobs of `channel` (of `tenant`) in flight on this node now.
   int channel_in_flight(int64_t channel) const;
@@ -131,6 +145,7 @@ class QueueRunner {
     int64_t channel = 0;
     int64_t tenant = 0;
     bool probe = false;
+    bool last_attempt = false;  // a failure discards the job
   };
 
   mutable std::mutex mu_;
@@ -153,6 +168,16 @@ class QueueRunner {
   std::atomic<uint64_t> channel_caps_hit_{0};
   std::atomic<uint64_t> tenant_caps_hit_{0};
   std::atomic<uint64_t> demoted_{0};
+  std::atomic<bool> running_{false};
+  std::atomic<bool> claim_ok_{true};
+
+  // Constant after construction: this tier's metric children (nullptr when not recording),
+  // and the summaries of its repeated events (each safe for concurrent Add()).
+  const Metrics::Tier* const metrics_;
+  RepeatedEvent parked_log_;
+  RepeatedEvent probes_log_;
+  RepeatedEvent retries_log_[3];  // failed, timeout, refused
+  RepeatedEvent discarded_log_;
   // The caps summary log: counts at the last summary, and when it is due (runner thread).
   uint64_t logged_channel_caps_ = 0;
   uint64_t logged_tenant_caps_ = 0;

@@ -3,9 +3,13 @@
 // survives a database restart or failover: catch, Reset(), back off, try again.
 //
 // Owned and used by one thread (see each owner's header); moving ownership to another thread
-// after the first has stopped is fine.
+// after the first has stopped is fine. The process-wide counts of errors and reconnects (for
+// bulkhead_database_errors_total and bulkhead_reconnects_total) are atomics, read from any
+// thread.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
@@ -23,20 +27,40 @@ class StoreConnection {
     if (!store_) {
       conn_ = std::make_unique<pqxx::connection>(database_);
       store_ = std::make_unique<JobStore>(*conn_);
+      if (lost_) Counters().reconnects.fetch_add(1, std::memory_order_relaxed);
+      lost_ = false;
     }
     return *store_;
   }
 
   // Drops the connection after an error; the next Get() reconnects.
+  // Every caller calls it after a failed statement or connect, so it also counts the error.
   void Reset() {
+    Counters().errors.fetch_add(1, std::memory_order_relaxed);
+    lost_ = true;
     store_.reset();
     conn_.reset();
   }
+
+  // Since the process started, over every StoreConnection: Reset() calls, and connections
+  // opened again after one.
+  static uint64_t errors() { return Counters().errors.load(std::memory_order_relaxed); }
+  static uint64_t reconnects() { return Counters().reconnects.load(std::memory_order_relaxed); }
 
  private:
   const std::string database_;
   std::unique_ptr<pqxx::connection> conn_;
   std::unique_ptr<JobStore> store_;  // refers to *conn_: declared after it, destroyed first
+  bool lost_ = false;                // Reset() since the last connect: the next is a reconnect
+
+  struct Totals {
+    std::atomic<uint64_t> errors{0};
+    std::atomic<uint64_t> reconnects{0};
+  };
+  static Totals& Counters() {
+    static Totals totals;
+    return totals;
+  }
 };
 
 }  // namespace bulkhead

@@ -1,8 +1,11 @@
 #include "node_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +21,26 @@ extern char** environ;
 
 namespace bulkhead::testing {
 namespace fs = std::filesystem;
+namespace {
+
+// A loopback port free now (the kernel's pick for port 0). Another process could take it
+// before the node binds it; the kernel hands out ports in turn, so that takes a wrap-around.
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd >= 0) close(fd);
+    throw std::runtime_error(std::string("no free loopback port: ") + std::strerror(errno));
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+}  // namespace
 
 NodeProcess::NodeProcess(nlohmann::json node_config,
                          const std::map<std::string, nlohmann::json>& tiers) {
@@ -27,6 +50,13 @@ NodeProcess::NodeProcess(nlohmann::json node_config,
   fs::create_directories(dir_ / "tiers");
   for (const auto& [name, tier] : tiers) std::ofstream(dir_ / "tiers" / (name + ".json")) << tier;
   node_config["tiers_dir"] = "tiers";
+  if (!node_config.contains("metrics_listen")) {
+    metrics_port_ = FreeLoopbackPort();
+    node_config["metrics_listen"] = "127.0.0.1:" + std::to_string(metrics_port_);
+  } else {
+    std::string listen = node_config["metrics_listen"];
+    metrics_port_ = std::stoi(listen.substr(listen.rfind(':') + 1));
+  }
   config_file_ = dir_ / "node.json";
   std::ofstream(config_file_) << node_config;
 }

@@ -4,6 +4,10 @@
 // Writes the node's config and tier files into a temporary folder of its own (removed on
 // destruction, after the node is killed if it still runs). stderr (the JSON log) goes to a
 // file that Log() reads. Used from the test's main thread.
+//
+// Unless the config sets `metrics_listen`, the node's status server gets a free loopback port
+// of its own (metrics_port()), so that nodes started side by side (and tests run in parallel)
+// never fight over the default 127.0.0.1:9464.
 #pragma once
 
 #include <sys/types.h>
@@ -37,11 +41,14 @@ class NodeProcess {
   std::string Log() const;
   const std::filesystem::path& config_file() const { return config_file_; }
   pid_t pid() const { return pid_; }
+  // The port of the node's /metrics, /healthz and /readyz.
+  int metrics_port() const { return metrics_port_; }
 
  private:
   std::filesystem::path dir_;
   std::filesystem::path config_file_;
   pid_t pid_ = -1;
+  int metrics_port_ = 0;
   std::optional<int> exit_code_;
 };
 

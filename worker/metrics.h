@@ -1,0 +1,154 @@
+// Metrics: the node's Prometheus registry — every family it exports, registered once at start,
+// and the label children cached as plain pointers so that recording is one atomic add (a
+// counter) or one short mutex inside prometheus-cpp (a histogram's Observe), never a lookup.
+//
+// docs/metrics.md is the table of every family, as registered here (metrics_test compares the
+// two). No label takes a channel id, tenant id or URL: the labels are the tier (a handful, from
+// the node's config), a fixed outcome, reason or state word, and nothing else.
+//
+// Who records what (each from the thread that already owns the event):
+//   QueueRunner (runner thread)  queue wait, claim duration, caps hit, parked at claim
+//   QueueRunner (sender I/O)     deliveries by outcome, delivery duration
+//   CompletionWriter (writer)    completion batch size
+//   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening
+//   Maintenance (its thread)     rescued jobs; as the leader, the fleet-wide samples below
+//   StoreConnection (any owner)  database errors and reconnects (process-wide atomics, copied
+//                                into the counters at scrape time)
+//   Scrape (status server)       in-flight and worker gauges, process metrics from /proc
+//
+// Fleet-wide samples (`bulkhead_jobs`, `bulkhead_breakers`, `bulkhead_queue_lag_seconds`) are
+// read by the maintenance leader only, every 15 s, from statements on partial indexes (never
+// a scan of finished rows, never per scrape). Only the leader exports them: a node that is
+// not (or stops being) the leader has no such series, and `bulkhead_leader` says which node
+// is. A dashboard aggregates them with max by (tier, state): during a hand-over two nodes may
+// both show a sample for up to one scrape, and max never double-counts.
+//
+// Recording off (a benchmark aid): Node passes nullptr instead of this object to the parts
+// when BULKHEAD_METRICS_RECORDING=off, so the hot path skips every hook; the families are
+// still registered and served (as zeros). See docs/metrics.md.
+//
+// Threads: construction and Tier()/the setters of the leader's samples may be called from
+// any thread (the registry locks); the cached pointers are safe for concurrent use.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "http_sender.h"
+#include "job_store.h"
+
+namespace bulkhead {
+
+// What one delivery attempt came to, as the `outcome` label says it.
+enum class DeliveryOutcome { kDelivered, kFailed, kTimeout, kRefused, kDiscarded };
+
+// The label word of an outcome: delivered, failed, timeout, refused, discarded.
+const char* DeliveryOutcomeName(DeliveryOutcome outcome);
+
+// Classifies an attempt: a 2xx is delivered; otherwise a failure on the job's last attempt is
+// discarded (whatever the reason), a timeout is timeout, no connection (refused, unreachable)
+// is refused, and anything else (a non-2xx, DNS, TLS, protocol) is failed. One word per
+// attempt, so the outcomes add up to the attempts.
+DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt);
+
+class Metrics {
+ public:
+  // The children of one tier's labels.
+  struct Tier {
+    prometheus::Counter* deliveries[5] = {};  // by DeliveryOutcome
+    prometheus::Histogram* delivery_duration = nullptr;
+    prometheus::Histogram* queue_wait = nullptr;
+    prometheus::Histogram* claim_duration = nullptr;
+    prometheus::Counter* capped_channel = nullptr;
+    prometheus::Counter* capped_tenant = nullptr;
+    prometheus::Counter* parked = nullptr;
+    prometheus::Counter* transitions_open = nullptr;
+    prometheus::Counter* transitions_half_open = nullptr;
+    prometheus::Counter* transitions_closed = nullptr;
+    prometheus::Gauge* inflight = nullptr;
+    prometheus::Gauge* workers = nullptr;
+
+    void Delivered(DeliveryOutcome outcome) const {
+      deliveries[static_cast<int>(outcome)]->Increment();
+    }
+  };
+
+  // Registers every family; `version` goes into bulkhead_build_info.
+  explicit Metrics(const std::string& version);
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // The children for `tier`, made on first call (at node start, not on the hot path). The
+  // reference stays valid for the object's life.
+  const Tier& ForTier(const std::string& tier);
+
+  prometheus::Histogram& completion_batch_size() { return *completion_batch_size_; }
+  prometheus::Counter& rescued() { return *rescued_; }
+
+  // The leader's samples: replaces every series of the three families with `sample`.
+  void SetFleetSample(const JobStore::FleetCounts& sample);
+  // Not (or no longer) the leader: no fleet-wide series, bulkhead_leader 0.
+  void ClearFleetSample();
+  void SetLeader(bool leader) { leader_->Set(leader ? 1 : 0); }
+
+  // The text exposition of every family, after refreshing the process metrics from /proc and
+  // the database connection counters. Safe from any thread.
+  std::string Scrape();
+
+  // The names of every registered family (for the docs and dashboard consistency tests).
+  std::vector<std::string> FamilyNames() const;
+
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  void RefreshProcess();
+
+  std::shared_ptr<prometheus::Registry> registry_;
+
+  // Families; constant after construction (the Family objects lock themselves).
+  prometheus::Family<prometheus::Counter>* deliveries_;
+  prometheus::Family<prometheus::Histogram>* delivery_duration_;
+  prometheus::Family<prometheus::Histogram>* queue_wait_;
+  prometheus::Family<prometheus::Histogram>* claim_duration_;
+  prometheus::Family<prometheus::Counter>* capped_;
+  prometheus::Family<prometheus::Counter>* parked_;
+  prometheus::Family<prometheus::Counter>* transitions_;
+  prometheus::Family<prometheus::Gauge>* inflight_;
+  prometheus::Family<prometheus::Gauge>* workers_;
+  prometheus::Family<prometheus::Gauge>* jobs_;
+  prometheus::Family<prometheus::Gauge>* breakers_;
+  prometheus::Family<prometheus::Gauge>* lag_;
+  prometheus::Histogram* completion_batch_size_;
+  prometheus::Counter* rescued_;
+  prometheus::Counter* reconnects_;
+  prometheus::Counter* database_errors_;
+  prometheus::Gauge* leader_;
+  prometheus::Counter* cpu_seconds_;
+  prometheus::Gauge* resident_bytes_;
+  prometheus::Gauge* virtual_bytes_;
+  prometheus::Gauge* open_fds_;
+  prometheus::Gauge* max_fds_;
+  prometheus::Gauge* start_time_;
+
+  // Guarded by mu_: the tiers' children, the fleet sample's children, and the values last
+  // copied into the counters that mirror process-wide totals.
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Tier>> tiers_;
+  std::vector<prometheus::Gauge*> fleet_series_[3];  // jobs, breakers, lag
+  double cpu_seen_ = 0;
+  uint64_t reconnects_seen_ = 0;
+  uint64_t database_errors_seen_ = 0;
+};
+
+}  // namespace bulkhead
