@@ -21,6 +21,7 @@ PACKAGES=(
   libpq-dev libpqxx-dev nlohmann-json3-dev libcurl4-openssl-dev prometheus-cpp-dev
   libssl-dev openssl libgtest-dev
   postgresql-15 postgresql-client-15
+  prometheus  # promtool for the alert rules' tests, and the server observability_test scrapes with
 )
 
 builds=(release)
@@ -53,9 +54,26 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "setup.sh: missing packages (${missing[*]}) and neither root nor sudo to install them" >&2
     exit 1
   fi
-  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Debian's prometheus (and postgresql) packages start their service from postinst. The
+  # tests start their own servers on loopback; a system Prometheus on :9090 is not wanted, and
+  # in a container without an init system the start would fail the install. A policy-rc.d
+  # that refuses (exit 101) stops invoke-rc.d from starting anything; ours is removed after.
+  policy=/usr/sbin/policy-rc.d
+  placed_policy=false
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# placed by bulkhead setup.sh for the install only\nexit 101\n' |
+      "${as_root[@]}" tee "$policy" >/dev/null
+    "${as_root[@]}" chmod 755 "$policy"
+    placed_policy=true
+  fi
+  rc=0
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends "${missing[@]}" || rc=$?
+  fi
+  if $placed_policy; then "${as_root[@]}" rm -f "$policy"; fi
+  [ "$rc" -eq 0 ] || exit "$rc"
 fi
 
 $install_only && exit 0

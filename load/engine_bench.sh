@@ -19,6 +19,10 @@
 #                                        # ENGINE_BENCH_JOBS (100,000) through one node, 200
 #                                        # workers; the jobs table's and its indexes' sizes and
 #                                        # autovacuum's work after each (1,000,000 in all)
+#   load/engine_bench.sh metrics-cost    # what recording metrics costs: the caps-cost burst with
+#                                        # recording on and off (BULKHEAD_METRICS_RECORDING=off,
+#                                        # docs/metrics.md) in turn, ENGINE_BENCH_PAIRS (3) times
+#                                        # each, 50,000 jobs; the ratio of the medians
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
@@ -75,6 +79,33 @@ side_by_side() {
   summary+=("$line")
 }
 
+# metrics_side_by_side JOBS ARGS…: the burst with metrics recording on and off in turn (the
+# order swapped every other pair), ENGINE_BENCH_PAIRS times each; the ratio of the medians.
+# The node inherits BULKHEAD_METRICS_RECORDING from the bench's environment.
+metrics_side_by_side() {
+  local jobs=${ENGINE_BENCH_JOBS:-$1}; shift
+  local label="metrics-cost (20 channels, 20 tenants, 200 workers, share 0.5), $jobs jobs"
+  local on=() off=() pairs=${ENGINE_BENCH_PAIRS:-3} out rate load order
+  for ((i = 1; i <= pairs; i++)); do
+    if ((i % 2)); then order="on off"; else order="off on"; fi
+    for recording in $order; do
+      echo "--- $label, pair $i, recording $recording"
+      out=$(BULKHEAD_METRICS_RECORDING=$recording \
+            "$bench" throughput --database "$db" --jobs "$jobs" --share 0.5 "$@")
+      echo "$out"
+      rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
+      load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
+      if [ "$recording" = on ]; then on+=("$rate"); else off+=("$rate"); fi
+      summary+=("$label  pair $i  recording $recording  $rate deliveries/s  load $load")
+    done
+  done
+  local mon moff ratio
+  mon=$(median "${on[@]}")
+  moff=$(median "${off[@]}")
+  ratio=$(awk -v a="$mon" -v b="$moff" 'BEGIN { printf "%.3f", a / b }')
+  summary+=("$label: recording on ${on[*]} -> median $mon; off ${off[*]} -> median $moff; on/off $ratio")
+}
+
 summary=()
 for mode in $modes; do
   case "$mode" in
@@ -95,12 +126,14 @@ for mode in $modes; do
       "$bench" churn --database "$db" --rounds "${ENGINE_BENCH_ROUNDS:-10}" \
         --jobs "${ENGINE_BENCH_JOBS:-100000}" --channels "${ENGINE_BENCH_CHANNELS:-20}" \
         --workers "${ENGINE_BENCH_WORKERS:-200}" ;;
+    metrics-cost)
+      metrics_side_by_side 50000 --channels 20 --workers 200 ;;
     isolation)
       "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, caps-cost, caps-bind, isolation, churn)" >&2; exit 2 ;;
+         "(throughput, latency, caps-cost, caps-bind, metrics-cost, isolation, churn)" >&2; exit 2 ;;
   esac
   echo
 done

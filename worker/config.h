@@ -8,9 +8,9 @@
 // range, a tier file that is not named like a tier — refuses the whole configuration, with the
 // file, the key and the reason: a node never starts on a half-understood config.
 //
-// Validated now, used by later work: `metrics_listen` (the Prometheus endpoint) and
-// `allowed_networks` (the SSRF guard). Until those land, the keys are checked and carried but
-// change nothing.
+// Validated now, used by later work: `allowed_networks` (the SSRF guard). Until it lands, the
+// key is checked and carried but changes nothing. `metrics_listen` is where the node's status
+// server (status_server.h: /metrics, /healthz, /readyz) listens.
 //
 // Reads files and, for the default node name, the host name and pid; keeps no state. Safe to
 // call from any thread. Expected failures (a missing file, bad JSON, a bad value) are returned
@@ -105,7 +105,6 @@ struct NodeOptions {
   std::string tiers_dir = "tiers";
 
   // Where the Prometheus endpoint listens: "host:port" or "[ipv6]:port", port 1..65535.
-  // Not yet used: the metrics endpoint.
   std::string metrics_listen = "127.0.0.1:9464";
 
   // CIDR networks the SSRF guard lets through although private, loopback or link-local
