@@ -307,6 +307,26 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   }
 }
 
+TEST_F(ObservabilityTest, WithRecordingOffTheNodeDeliversAndServesZeros) {
+  // The benchmark aid (docs/metrics.md): the node inherits the variable from this process.
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
+  setenv("BULKHEAD_METRICS_RECORDING", "off", 1);
+  node.Start(url());
+  unsetenv("BULKHEAD_METRICS_RECORDING");
+  Enqueue(ch, 10);
+  ASSERT_TRUE(receiver.WaitForRequests(10, seconds(30))) << node.Log();
+  ASSERT_TRUE(WaitFor("count(*) = 10 FROM bulkhead.jobs WHERE state = 'completed'"));
+  std::string text =
+      Poll(node, "/metrics", [](const testing::HttpAnswer& a) { return a.status == 200; }).body;
+  EXPECT_EQ(
+      Sample(text, "bulkhead_deliveries_total", {{"tier", "default"}, {"outcome", "delivered"}}), 0)
+      << text;
+  EXPECT_EQ(Sample(text, "bulkhead_queue_wait_seconds_count", {{"tier", "default"}}), 0);
+  EXPECT_NE(node.Log().find("\"metrics_recording\":false"), std::string::npos) << node.Log();
+}
+
 // ---- A real Prometheus server scraping a node ----------------------------------------------
 
 // /usr/bin/prometheus on loopback with a config and a data folder of its own; killed and
