@@ -15,75 +15,29 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "database_test.h"
-#include "subprocess.h"
 #include "tenancy.h"
 
 namespace bulkhead {
 namespace {
 
+using testing::Bulkhead;
+using testing::Cells;
+using testing::CliTest;
 using testing::CommandResult;
 using testing::CreateChannel;
 using testing::CreateTenant;
 using testing::DatabaseTest;
+using testing::ExpectUsageError;
+using testing::Lines;
 using testing::QueryValue;
 
-CommandResult Bulkhead(std::vector<std::string> args,
-                       const std::map<std::string, std::string>& env = {}) {
-  args.insert(args.begin(), BULKHEAD_BIN);
-  return testing::RunCommand(args, env);
-}
-
-int Lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
-// One line on stderr, nothing on stdout: what a usage error must look like.
-void ExpectUsageError(const std::vector<std::string>& args, const std::string& fragment) {
-  SCOPED_TRACE(::testing::PrintToString(args));
-  // A usage error never reaches the database: point it at one that does not exist.
-  CommandResult r = Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-  EXPECT_EQ(Lines(r.err), 1) << r.err;
-}
-
-// The table of `bulkhead breakers`, split into cells (columns are two or more spaces apart).
-std::vector<std::vector<std::string>> Cells(const std::string& table) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream lines(table);
-  static const std::regex kGap("  +");
-  for (std::string line; std::getline(lines, line);) {
-    rows.emplace_back(std::sregex_token_iterator(line.begin(), line.end(), kGap, -1),
-                      std::sregex_token_iterator());
-  }
-  return rows;
-}
-
-class AdminCommandTest : public DatabaseTest {
+class AdminCommandTest : public CliTest {
  protected:
   void SetUp() override {
-    DatabaseTest::SetUp();
+    CliTest::SetUp();
     acme_ = CreateTenant(db(), "acme");
-  }
-
-  // Runs the binary with this test's database as --database.
-  CommandResult Run(std::vector<std::string> args) {
-    args.push_back("--database");
-    args.push_back(url());
-    return Bulkhead(args);
-  }
-
-  void Exec(const std::string& sql) {
-    pqxx::work tx(db());
-    tx.exec(sql);
-    tx.commit();
-  }
-
-  void Enqueue(int64_t channel, int n) {
-    Exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
-         ", '{}'::jsonb) FROM generate_series(1, " + std::to_string(n) + ")");
   }
 
   // The channel's breaker opened `ago` ago (an interval), its probe due in 30 s.
@@ -541,22 +495,11 @@ TEST(AdminCli, EveryVerbAnswersHelpWithExitZero) {
 }
 
 TEST(AdminCli, UnreachableDatabaseIsOneLineWithTheReason) {
-  const std::string nowhere = "postgresql:///nope?host=/nonexistent";
-  const std::vector<std::vector<std::string>> verbs = {{"breakers"},
-                                                       {"breakers", "--json"},
-                                                       {"breaker", "reset", "7"},
-                                                       {"channel", "pause", "7"},
-                                                       {"channel", "resume", "7"}};
-  for (auto args : verbs) {
-    args.push_back("--database");
-    args.push_back(nowhere);
-    CommandResult r = Bulkhead(args);
-    EXPECT_EQ(r.exit_code, 1) << ::testing::PrintToString(args);
-    EXPECT_EQ(r.out, "");
-    EXPECT_NE(r.err.find(": database error: "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
-    EXPECT_EQ(Lines(r.err), 1) << r.err;
-  }
+  testing::ExpectUnreachableDatabaseError({{"breakers"},
+                                           {"breakers", "--json"},
+                                           {"breaker", "reset", "7"},
+                                           {"channel", "pause", "7"},
+                                           {"channel", "resume", "7"}});
 }
 
 class UnmigratedDatabaseTest : public DatabaseTest {

@@ -11,47 +11,30 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "database_test.h"
 #include "job_store.h"
-#include "subprocess.h"
 #include "tenancy.h"
 
 namespace bulkhead {
 namespace {
 
+using testing::Bulkhead;
+using testing::CliTest;
 using testing::CommandResult;
 using testing::CreateChannel;
 using testing::CreateTenant;
 using testing::DatabaseTest;
+using testing::ExpectUsageError;
+using testing::Lines;
 using testing::QueryValue;
 
-CommandResult Bulkhead(std::vector<std::string> args,
-                       const std::map<std::string, std::string>& env = {}) {
-  args.insert(args.begin(), BULKHEAD_BIN);
-  return testing::RunCommand(args, env);
-}
-
-int Lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
-// One line on stderr, nothing on stdout: what a usage error must look like.
-void ExpectUsageError(const std::vector<std::string>& args, const std::string& fragment) {
-  SCOPED_TRACE(::testing::PrintToString(args));
-  // A usage error never reaches the database: point it at one that does not exist.
-  CommandResult r = Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-  EXPECT_EQ(Lines(r.err), 1) << r.err;
-}
-
-class TenantCommandTest : public DatabaseTest {
+class TenantCommandTest : public CliTest {
  protected:
   // acme (default tier) has two channels: `flowing_` with 3 available deliveries, one in flight
   // and one completed, and `paused_` with 2 parked. beta, also on default, has 4 available.
   void SetUp() override {
-    DatabaseTest::SetUp();
+    CliTest::SetUp();
     acme_ = CreateTenant(db(), "acme");
     beta_ = CreateTenant(db(), "beta");
     flowing_ = CreateChannel(db(), acme_);
@@ -73,29 +56,6 @@ class TenantCommandTest : public DatabaseTest {
     Enqueue(beta_channel_, 4);
     ASSERT_EQ(Jobs(flowing_, "available", "default"), 3);
     ASSERT_EQ(Jobs(paused_, "parked", "default"), 2);
-  }
-
-  // Runs the binary with this test's database as --database.
-  CommandResult Run(std::vector<std::string> args) {
-    args.push_back("--database");
-    args.push_back(url());
-    return Bulkhead(args);
-  }
-
-  void Exec(const std::string& sql) {
-    pqxx::work tx(db());
-    tx.exec(sql);
-    tx.commit();
-  }
-
-  void Enqueue(int64_t channel, int n) {
-    Exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
-         ", '{}'::jsonb) FROM generate_series(1, " + std::to_string(n) + ")");
-  }
-
-  int64_t EnqueueOne(int64_t channel) {
-    return QueryValue<int64_t>(
-        db(), "SELECT bulkhead.enqueue(" + std::to_string(channel) + ", '{}'::jsonb)");
   }
 
   // The channel's jobs in `state` whose queue is `queue`.

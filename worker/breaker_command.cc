@@ -11,11 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "channel_command.h"
-#include "database_url.h"
+#include "cli_common.h"
 #include "exit_codes.h"
 #include "job_store.h"
-#include "logger.h"
 
 namespace bulkhead {
 namespace {
@@ -52,72 +50,11 @@ changes nothing. A paused channel's backlog stays parked until `bulkhead channel
 The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
 )";
 
-int UsageError(std::string_view command, const std::string& message) {
-  std::cerr << command << ": " << message << " (try: " << command << " --help)\n";
-  return kExitUsage;
-}
-
-bool WantsHelp(std::span<const std::string_view> args) {
-  for (std::string_view arg : args) {
-    if (arg == "-h" || arg == "--help") return true;
-  }
-  return false;
-}
-
-// Takes `--database URL` or `--database=URL` at args[*i], advancing *i past the URL.
-// Returns false (after printing the usage error) when the URL is missing; nullopt when args[*i]
-// is not --database.
-std::optional<bool> TakeDatabase(std::string_view command, std::span<const std::string_view> args,
-                                 size_t* i, std::optional<std::string>* database) {
-  std::string_view arg = args[*i];
-  if (arg == "--database") {
-    if (*i + 1 == args.size()) {
-      UsageError(command, "--database needs a URL");
-      return false;
-    }
-    *database = std::string(args[++*i]);
-    return true;
-  }
-  if (arg.starts_with("--database=")) {
-    *database = std::string(arg.substr(sizeof("--database=") - 1));
-    return true;
-  }
-  return std::nullopt;
-}
-
-// Connects, hands `act` a JobStore, and turns a database error into one line and exit 1.
-template <typename Act>
-int WithStore(std::string_view command, const std::optional<std::string>& database, Act act) {
-  try {
-    pqxx::connection conn(ResolveDatabase(database, std::nullopt));
-    JobStore store(conn);
-    return act(store);
-  } catch (const std::exception& e) {
-    // libpq's messages span lines; the first has the reason.
-    std::cerr << command << ": database error: " << FirstLine(e.what()) << "\n";
-    return kExitFailure;
-  }
-}
+using cli::Cell;
+using cli::Duration;
+using cli::Millis;
 
 // ---- bulkhead breakers ------------------------------------------------------------------------
-
-// A duration an operator reads at a glance: "45s", "3m12s", "2h05m", "3d04h".
-std::string Duration(int64_t seconds) {
-  char text[64];
-  if (seconds < 60) {
-    std::snprintf(text, sizeof(text), "%llds", static_cast<long long>(seconds));
-  } else if (seconds < 3600) {
-    std::snprintf(text, sizeof(text), "%lldm%02llds", static_cast<long long>(seconds / 60),
-                  static_cast<long long>(seconds % 60));
-  } else if (seconds < 86400) {
-    std::snprintf(text, sizeof(text), "%lldh%02lldm", static_cast<long long>(seconds / 3600),
-                  static_cast<long long>(seconds % 3600 / 60));
-  } else {
-    std::snprintf(text, sizeof(text), "%lldd%02lldh", static_cast<long long>(seconds / 86400),
-                  static_cast<long long>(seconds % 86400 / 3600));
-  }
-  return text;
-}
 
 // What the PROBE column says: see kBreakersUsage.
 std::string ProbeText(const JobStore::BreakerRow& row) {
@@ -140,23 +77,9 @@ std::string ShownReason(const JobStore::BreakerRow& row) {
   return row.state == "closed" ? "" : row.reason;
 }
 
-// One table cell: control characters (a newline in a reason or a tenant name) become spaces,
-// so that every channel stays on one line.
-std::string Cell(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return text.empty() ? "-" : text;
-}
+}  // namespace
 
-// Width in terminal columns, counting UTF-8 code points (tenant names need not be ASCII).
-size_t Width(const std::string& text) {
-  size_t width = 0;
-  for (char c : text) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return width;
-}
-
-void PrintTable(const std::vector<JobStore::BreakerRow>& rows) {
+void PrintBreakerTable(const std::vector<JobStore::BreakerRow>& rows) {
   std::vector<std::vector<std::string>> table = {{"CHANNEL", "TENANT", "TIER", "STATE", "PAUSED",
                                                   "SINCE", "AGE", "TRIPS", "PARKED", "PROBE",
                                                   "REASON"}};
@@ -167,24 +90,10 @@ void PrintTable(const std::vector<JobStore::BreakerRow>& rows) {
                      std::to_string(row.trips), std::to_string(row.parked), ProbeText(row),
                      Cell(ShownReason(row))});
   }
-  std::vector<size_t> widths(table.front().size(), 0);
-  for (const auto& line : table) {
-    for (size_t c = 0; c < line.size(); ++c) widths[c] = std::max(widths[c], Width(line[c]));
-  }
-  for (const auto& line : table) {
-    std::string text;
-    for (size_t c = 0; c < line.size(); ++c) {
-      text += line[c];
-      if (c + 1 < line.size()) text += std::string(widths[c] - Width(line[c]) + 2, ' ');
-    }
-    std::cout << text << "\n";
-  }
+  cli::PrintTable(table);
 }
 
-// Seconds to the millisecond: enough for a script, without float noise.
-double Millis(double seconds) { return std::round(seconds * 1000) / 1000; }
-
-void PrintJson(const std::vector<JobStore::BreakerRow>& rows) {
+nlohmann::ordered_json BreakersJson(const std::vector<JobStore::BreakerRow>& rows) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& row : rows) {
     list.push_back({{"channel", row.channel},
@@ -201,8 +110,10 @@ void PrintJson(const std::vector<JobStore::BreakerRow>& rows) {
                                                      : nlohmann::ordered_json(row.probe_job)},
                     {"parked", row.parked}});
   }
-  std::cout << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return list;
 }
+
+namespace {
 
 // ---- bulkhead breaker reset -------------------------------------------------------------------
 
@@ -211,9 +122,9 @@ std::string ParkedDeliveries(int64_t n) {
   return std::to_string(n) + (n == 1 ? " parked delivery" : " parked deliveries");
 }
 
-int Reset(int64_t channel, const std::optional<std::string>& database) {
+int Reset(int64_t channel, const cli::Words& words) {
   constexpr std::string_view kCommand = "bulkhead breaker reset";
-  return WithStore(kCommand, database, [&](JobStore& store) {
+  return cli::WithStore(kCommand, words, [&](JobStore& store) {
     std::optional<JobStore::ChannelChange> change = store.ResetBreaker(channel);
     if (!change) {
       std::cerr << kCommand << ": no channel with id " << channel << "\n";
@@ -250,31 +161,19 @@ int Reset(int64_t channel, const std::optional<std::string>& database) {
 
 int RunBreakersCommand(std::span<const std::string_view> args) {
   constexpr std::string_view kCommand = "bulkhead breakers";
-  if (WantsHelp(args)) {
-    std::cout << kBreakersUsage;
-    return kExitOk;
-  }
-  bool json = false;
-  std::optional<std::string> database;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (std::optional<bool> took = TakeDatabase(kCommand, args, &i, &database)) {
-      if (!*took) return kExitUsage;
-    } else if (args[i] == "--json") {
-      json = true;
-    } else if (args[i].starts_with("-")) {
-      return UsageError(kCommand, "unknown option '" + std::string(args[i]) + "'");
-    } else {
-      return UsageError(kCommand, "unexpected argument '" + std::string(args[i]) + "'");
-    }
-  }
-  return WithStore(kCommand, database, [&](JobStore& store) {
+  auto parsed = cli::Parse(kCommand, args, {.options = {{"--json", nullptr}}, .max_positional = 0},
+                           [] { std::cout << kBreakersUsage; });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  return cli::WithStore(kCommand, words, [&](JobStore& store) {
     std::vector<JobStore::BreakerRow> rows = store.ListBreakers();
-    if (json) {
-      PrintJson(rows);
+    if (words.Has("--json")) {
+      std::cout << BreakersJson(rows).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
     } else if (rows.empty()) {
       std::cout << "no open breakers or paused channels\n";
     } else {
-      PrintTable(rows);
+      PrintBreakerTable(rows);
     }
     return kExitOk;
   });
@@ -283,39 +182,28 @@ int RunBreakersCommand(std::span<const std::string_view> args) {
 int RunBreakerCommand(std::span<const std::string_view> args) {
   constexpr std::string_view kCommand = "bulkhead breaker";
   constexpr std::string_view kResetCommand = "bulkhead breaker reset";
-  if (WantsHelp(args)) {
-    std::cout << kBreakerUsage;
-    return kExitOk;
-  }
-  if (args.empty()) return UsageError(kCommand, "missing subcommand (reset)");
+  auto print_help = [] { std::cout << kBreakerUsage; };
+  if (args.empty()) return cli::UsageError(kCommand, "missing subcommand (reset)");
   if (args.front() != "reset") {
-    return UsageError(kCommand, "unknown subcommand '" + std::string(args.front()) + "' (reset)");
-  }
-  std::span<const std::string_view> rest = args.subspan(1);
-  std::optional<std::string_view> channel_word;
-  std::optional<std::string> database;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    std::string_view arg = rest[i];
-    // "-3" is a (bad) CHANNEL, not an option.
-    bool negative_number =
-        arg.size() > 1 && arg[0] == '-' && std::isdigit(static_cast<unsigned char>(arg[1]));
-    if (std::optional<bool> took = TakeDatabase(kResetCommand, rest, &i, &database)) {
-      if (!*took) return kExitUsage;
-    } else if (arg.starts_with("-") && !negative_number) {
-      return UsageError(kResetCommand, "unknown option '" + std::string(arg) + "'");
-    } else if (!channel_word) {
-      channel_word = arg;
-    } else {
-      return UsageError(kResetCommand, "unexpected argument '" + std::string(arg) + "'");
+    if (args.front() == "-h" || args.front() == "--help") {
+      print_help();
+      return kExitOk;
     }
+    return cli::UsageError(kCommand,
+                           "unknown subcommand '" + cli::OneLine(args.front()) + "' (reset)");
   }
-  if (!channel_word) return UsageError(kResetCommand, "missing CHANNEL");
-  std::optional<int64_t> channel = ParseChannelId(*channel_word);
+  auto parsed =
+      cli::Parse(kResetCommand, args.subspan(1), {.options = {}, .max_positional = 1}, print_help);
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  if (words.positional.empty()) return cli::UsageError(kResetCommand, "missing CHANNEL");
+  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
   if (!channel) {
-    return UsageError(kResetCommand, "CHANNEL must be a positive integer (a channel id), not '" +
-                                         std::string(*channel_word) + "'");
+    return cli::UsageError(kResetCommand,
+                           "CHANNEL must be a positive integer (a channel id), not '" +
+                               cli::OneLine(words.positional[0]) + "'");
   }
-  return Reset(*channel, database);
+  return Reset(*channel, words);
 }
 
 }  // namespace bulkhead

@@ -10,8 +10,12 @@
 // unknown channel one line on stderr and exit 1 (exit_codes.h). Runs on the calling thread.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string_view>
+#include <vector>
+
+#include "job_store.h"
 
 namespace bulkhead {
 
@@ -20,5 +24,9 @@ int RunBreakersCommand(std::span<const std::string_view> args);
 
 // `args` are the words after "breaker" (so far only `reset CHANNEL`). Returns the exit code.
 int RunBreakerCommand(std::span<const std::string_view> args);
+
+// The breakers table and JSON array of `bulkhead breakers`, also part of `bulkhead status`.
+void PrintBreakerTable(const std::vector<JobStore::BreakerRow>& rows);
+nlohmann::ordered_json BreakersJson(const std::vector<JobStore::BreakerRow>& rows);
 
 }  // namespace bulkhead
