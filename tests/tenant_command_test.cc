@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -228,11 +229,69 @@ TEST_F(TenantCommandTest, DoubleDashLetsATenantNameStartWithADash) {
   EXPECT_EQ(Tier(dashed), "bulk");
 }
 
+// ---- tenant add and show ----------------------------------------------------------------------
+
+TEST_F(TenantCommandTest, AddCreatesATenantOnATier) {
+  CommandResult r = Run({"tenant", "add", "--name", "gamma", "--tier", "bulk"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int64_t id = QueryValue<int64_t>(db(), "SELECT id FROM bulkhead.tenants WHERE name = 'gamma'");
+  EXPECT_EQ(r.out, "tenant gamma added with id " + std::to_string(id) + " on tier bulk\n");
+  EXPECT_EQ(Tier(id), "bulk");
+  CommandResult dflt = Run({"tenant", "add", "--name", "delta"});
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.err;
+  EXPECT_EQ(QueryValue<std::string>(db(), "SELECT tier FROM bulkhead.tenants WHERE name = 'delta'"),
+            "default");
+}
+
+TEST_F(TenantCommandTest, AddOfATakenNameOrAnUnknownTierExitsOne) {
+  CommandResult taken = Run({"tenant", "add", "--name", "acme"});
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_EQ(taken.err, "bulkhead tenant add: a tenant named 'acme' exists already\n");
+  CommandResult tier = Run({"tenant", "add", "--name", "gamma", "--tier", "gold"});
+  EXPECT_EQ(tier.exit_code, 1);
+  EXPECT_EQ(tier.err, "bulkhead tenant add: no tier named 'gold' (see bulkhead.tiers)\n");
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.tenants"), 2);
+}
+
+TEST_F(TenantCommandTest, ShowCountsChannelsAndWaitingJobs) {
+  CommandResult r = Run({"tenant", "show", "acme"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "tenant    acme (id " + std::to_string(acme_) +
+                       ")\ntier      default\ncreated   " +
+                       QueryValue<std::string>(db(),
+                                               "SELECT to_char(created_at AT TIME ZONE 'UTC', "
+                                               "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM "
+                                               "bulkhead.tenants WHERE name = 'acme'") +
+                       "\nchannels  2\njobs      3 available, 0 scheduled, 1 executing, 2 "
+                       "parked\n");
+  CommandResult json = Run({"tenant", "show", std::to_string(beta_), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json out = nlohmann::json::parse(json.out);
+  EXPECT_EQ(out["name"], "beta");
+  EXPECT_EQ(out["channels"], 1);
+  EXPECT_EQ(out["jobs"]["available"], 4);
+  CommandResult missing = Run({"tenant", "show", "nobody"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "bulkhead tenant show: no tenant named or numbered 'nobody'\n");
+}
+
+TEST(TenantCli, AddAndShowBadInput) {
+  ExpectUsageError({"tenant", "add"}, "bulkhead tenant add: missing --name NAME");
+  ExpectUsageError({"tenant", "add", "--name", ""}, "--name must be 1 to 200 characters");
+  ExpectUsageError({"tenant", "add", "--name", "x", "--tier", "Gold"}, "--tier must be a tier");
+  ExpectUsageError({"tenant", "add", "x"}, "unexpected argument 'x'");
+  ExpectUsageError({"tenant", "show"}, "bulkhead tenant show: missing TENANT");
+  ExpectUsageError({"tenant", "show", "a", "b"}, "unexpected argument 'b'");
+  testing::ExpectUnreachableDatabaseError(
+      {{"tenant", "add", "--name", "x"}, {"tenant", "show", "x", "--json"}});
+}
+
 // ---- The command line -------------------------------------------------------------------------
 
 TEST(TenantCli, UsageErrorsExitTwoWithOneLine) {
-  ExpectUsageError({"tenant"}, "bulkhead tenant: missing subcommand (set-tier)");
-  ExpectUsageError({"tenant", "move", "acme", "bulk"}, "unknown subcommand 'move' (set-tier)");
+  ExpectUsageError({"tenant"}, "bulkhead tenant: missing subcommand (add, show, set-tier)");
+  ExpectUsageError({"tenant", "move", "acme", "bulk"},
+                   "unknown subcommand 'move' (add, show, set-tier)");
   ExpectUsageError({"tenant", "--database", "x", "set-tier", "acme", "bulk"},
                    "expected a subcommand");
   const std::string command = "bulkhead tenant set-tier: ";

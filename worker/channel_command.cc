@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
@@ -106,7 +107,202 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
   });
 }
 
+// The channel's waiting jobs by state, as one phrase.
+std::string Backlog(const JobStore::ChannelInfo& c) {
+  return std::to_string(c.available) + " available, " + std::to_string(c.scheduled) +
+         " scheduled, " + std::to_string(c.executing) + " executing, " + std::to_string(c.parked) +
+         " parked";
+}
+
+// A URL the schema accepts (channels_url_is_http): http:// or https:// and no whitespace.
+bool IsHttpUrl(std::string_view url) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  std::string head = lower(url.substr(0, 8));
+  size_t rest = head.starts_with("https://") ? 8 : head.starts_with("http://") ? 7 : 0;
+  if (rest == 0 || url.size() == rest) return false;
+  for (char c : url) {
+    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  auto parsed = cli::Parse(
+      command, args,
+      {.options = {{"--tenant", "a tenant (name or id)"}, {"--url", "a URL"}}, .max_positional = 0},
+      [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  std::optional<std::string> tenant = words.Value("--tenant");
+  std::optional<std::string> url = words.Value("--url");
+  if (!tenant) return cli::UsageError(command, "missing --tenant TENANT");
+  if (!url) return cli::UsageError(command, "missing --url URL");
+  if (!IsHttpUrl(*url)) {
+    return cli::UsageError(command,
+                           "--url must be an http:// or https:// URL without spaces, not '" +
+                               cli::OneLine(*url) + "'");
+  }
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    std::optional<JobStore::NewChannel> added = store.AddChannel(*tenant, *url);
+    if (!added) {
+      std::cerr << command << ": no tenant named or numbered '" << cli::OneLine(*tenant) << "'\n";
+      return kExitFailure;
+    }
+    // The secret is printed here and nowhere else: `channel show` never prints it.
+    std::cout << "channel " << added->id << " added for tenant " << cli::OneLine(added->tenant)
+              << " (tier " << added->tier << ")\n"
+              << "secret " << added->secret
+              << "\nThe secret is shown only this once: give it to the receiver now.\n";
+    return kExitOk;
+  });
+}
+
+int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  auto parsed = cli::Parse(command, args, {.options = {{"--json", nullptr}}, .max_positional = 1},
+                           [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  if (words.positional.empty()) return cli::UsageError(command, "missing CHANNEL");
+  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
+  if (!channel) {
+    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id), not '" +
+                                        cli::OneLine(words.positional[0]) + "'");
+  }
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    std::optional<JobStore::ChannelInfo> c = store.ShowChannel(*channel);
+    if (!c) return NoSuchChannel(command, *channel);
+    if (words.Has("--json")) {
+      nlohmann::ordered_json out = {
+          {"id", c->id},
+          {"tenant_id", c->tenant_id},
+          {"tenant", c->tenant},
+          {"tier", c->tier},
+          {"url", c->url},
+          {"created_at", c->created_at},
+          {"enabled", c->enabled},
+          {"disabled_reason",
+           c->enabled ? nlohmann::ordered_json() : nlohmann::ordered_json(c->disabled_reason)},
+          {"paused", c->paused},
+          {"breaker",
+           {{"state", c->breaker_state},
+            {"trips", c->breaker_trips},
+            {"reason", c->breaker_state == "closed" ? "" : c->breaker_reason}}},
+          {"jobs",
+           {{"available", c->available},
+            {"scheduled", c->scheduled},
+            {"executing", c->executing},
+            {"parked", c->parked}}}};
+      std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      return kExitOk;
+    }
+    std::cout << "channel   " << c->id << "\n"
+              << "tenant    " << cli::OneLine(c->tenant) << " (id " << c->tenant_id << ", tier "
+              << c->tier << ")\n"
+              << "url       " << cli::OneLine(c->url) << "\n"
+              << "created   " << c->created_at << "\n"
+              << "enabled   " << (c->enabled ? "yes" : "no: " + cli::OneLine(c->disabled_reason))
+              << "\n"
+              << "paused    " << (c->paused ? "yes" : "no") << "\n"
+              << "breaker   " << c->breaker_state;
+    if (c->breaker_state != "closed") {
+      std::cout << " (trips " << c->breaker_trips << ": " << cli::OneLine(c->breaker_reason) << ")";
+    }
+    std::cout << "\njobs      " << Backlog(*c) << "\n";
+    return kExitOk;
+  });
+}
+
+int RunDisable(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  auto parsed =
+      cli::Parse(command, args, {.options = {{"--reason", "a reason"}}, .max_positional = 1},
+                 [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  if (words.positional.empty()) return cli::UsageError(command, "missing CHANNEL");
+  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
+  if (!channel) {
+    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id), not '" +
+                                        cli::OneLine(words.positional[0]) + "'");
+  }
+  std::optional<std::string> reason = words.Value("--reason");
+  if (!reason) return cli::UsageError(command, "missing --reason TEXT (say who and why)");
+  if (reason->empty() || reason->size() > 500) {
+    return cli::UsageError(command, "--reason must be 1 to 500 characters");
+  }
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    std::optional<JobStore::ChannelChange> change = store.DisableChannel(*channel, *reason);
+    if (!change) return NoSuchChannel(command, *channel);
+    std::cout << "channel " << *channel
+              << (change->before == "disabled" ? " was already disabled (reason updated)"
+                                               : " disabled")
+              << ": enqueue refuses it; " << Deliveries(change->jobs, "waiting")
+              << " parked and kept until it is enabled and resumed\n";
+    return kExitOk;
+  });
+}
+
+int RunEnable(const Subcommand& sub, std::span<const std::string_view> args) {
+  cli::Words words;
+  auto parsed = ParseChannel(sub, args, &words);
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const int64_t channel = std::get<int64_t>(parsed);
+  const std::string command = Verb().CommandName(sub);
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    std::optional<JobStore::ChannelChange> change = store.EnableChannel(channel);
+    if (!change) return NoSuchChannel(command, channel);
+    std::cout << "channel " << channel
+              << (change->before == "enabled" ? " was not disabled" : " enabled")
+              << ": enqueue accepts it";
+    if (change->jobs > 0) {
+      std::cout << "; " << Deliveries(change->jobs, "parked")
+                << " wait until `bulkhead channel resume " << channel << "` (or cancel them)";
+    }
+    std::cout << "\n";
+    return kExitOk;
+  });
+}
+
 constexpr Subcommand kSubcommands[] = {
+    {"add", "add --tenant TENANT --url URL [--database URL]",
+     "add a channel; prints its id and secret once",
+     R"(Adds a channel (an endpoint) for TENANT (a tenant's name, or its id when no tenant has that
+name) with a fresh Standard Webhooks secret, and prints the channel's id and the secret. The
+secret is shown only this once: `channel show` never prints it. URL must be http:// or
+https://.
+)",
+     RunAdd},
+    {"show", "show CHANNEL [--json] [--database URL]", "a channel's settings, breaker and jobs",
+     R"(Shows the channel: tenant and tier, URL, enabled (or why it is disabled), paused, its
+breaker, and its waiting jobs by state (available, scheduled, executing, parked). Never its
+secret. --json prints one object with the keys id, tenant_id, tenant, tier, url, created_at,
+enabled, disabled_reason (null while enabled), paused, breaker {state, trips, reason} and
+jobs {available, scheduled, executing, parked}.
+)",
+     RunShow},
+    {"disable", "disable CHANNEL --reason TEXT [--database URL]",
+     "refuse new deliveries; hold the backlog parked",
+     R"(Disables the channel: bulkhead.enqueue refuses new deliveries to it with the reason
+(SQLSTATE 55000). Its waiting backlog is not dropped: the channel is also paused, so the
+backlog is parked in the same statement and kept. Deliveries in flight finish; one that fails
+waits parked. Undo with `channel enable` and then `channel resume` (or cancel the backlog with
+`bulkhead cancel --channel CHANNEL`).
+)",
+     RunDisable},
+    {"enable", "enable CHANNEL [--database URL]", "accept new deliveries again",
+     R"(Enables the channel: bulkhead.enqueue accepts it again. The pause that `disable` set stays,
+and with it the parked backlog, which may be stale by now: send it with `channel resume`, or
+cancel it with `bulkhead cancel --channel CHANNEL`. New deliveries wait parked until resumed.
+)",
+     RunEnable},
     {"pause", "pause CHANNEL [--database URL]", "hold a channel's deliveries, parked",
      R"(Holds the channel's deliveries: its waiting backlog (due or not) is parked at once, and
 deliveries enqueued while it is paused are inserted parked. Deliveries already in flight

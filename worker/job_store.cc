@@ -739,6 +739,243 @@ SELECT before.paused, (SELECT count(*) FROM unparked),
   FROM before
 )sql";
 
+// ---- Operators' statements of the admin CLI (bulkhead status, jobs, replay, cancel, channel
+// add | show | disable | enable, tenant add | show) --------------------------------------------
+//
+// Each runs once per command, so it is planned with its parameters (a custom plan): the
+// `$n IS NULL OR …` filters fold away and the indexes of the remaining filters are used.
+
+#define BULKHEAD_UTC(column) \
+  "to_char(" column " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+// queue_status: per tier, its waiting jobs by state and its lag (the age of the oldest due
+// available job: the first entry of each priority's range in jobs_claim). Every count reads
+// only a partial index of unfinished rows (jobs_claim, jobs_executing, jobs_parked), so its
+// cost follows the backlog and never the finished history.
+constexpr const char* kQueueStatusSql = R"sql(
+SELECT q.name,
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.queue = q.name AND j.state = 'available' AND j.scheduled_at <= now()),
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.queue = q.name AND j.state = 'available' AND j.scheduled_at > now()),
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'executing'),
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'parked'),
+       coalesce(extract(epoch FROM now() - (
+         SELECT min(first.scheduled_at)
+           FROM generate_series(1, 3) AS p(priority)
+          CROSS JOIN LATERAL (
+                SELECT j.scheduled_at FROM bulkhead.jobs j
+                 WHERE j.queue = q.name AND j.state = 'available' AND j.priority = p.priority
+                   AND j.scheduled_at <= now()
+                 ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0)
+  FROM bulkhead.tiers q
+ ORDER BY q.name
+)sql";
+
+// node_status: the registered nodes, their heartbeat and lease, and the jobs each holds in
+// flight (jobs_executing, one index range per node).
+constexpr const char* kNodeStatusSql = R"sql(
+SELECT n.name, coalesce(n.host, ''), coalesce(n.version, ''), array_to_string(n.tiers, ','),
+       coalesce(n.pid, 0),
+       extract(epoch FROM now() - n.heartbeat_at)::float8,
+       extract(epoch FROM n.lease_until - now())::float8,
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.state = 'executing' AND j.attempted_by = n.name)
+  FROM bulkhead.nodes n
+ ORDER BY n.name
+)sql";
+
+// list_jobs: the newest jobs first (the primary key walked backwards), filtered by channel,
+// tenant and state, at most $4. The payload is never read out, only its size; the last error
+// is cut to 200 characters. A filter that matches few of many rows walks far: the command
+// bounds it with a statement timeout.
+constexpr const char* kListJobsSql = R"sql(
+SELECT j.id, j.queue, coalesce(t.name, j.tenant_id::text), j.state, j.channel_id, j.priority,
+       j.attempt, j.max_attempts, )sql" BULKHEAD_UTC("j.created_at") R"sql(,
+       )sql" BULKHEAD_UTC("j.scheduled_at") R"sql(,
+       coalesce()sql" BULKHEAD_UTC("j.finished_at") R"sql(, ''),
+       pg_column_size(j.payload)::bigint, coalesce(left(j.last_error, 200), '')
+  FROM bulkhead.jobs j LEFT JOIN bulkhead.tenants t ON t.id = j.tenant_id
+ WHERE ($1::bigint IS NULL OR j.channel_id = $1)
+   AND ($2::bigint IS NULL OR j.tenant_id = $2)
+   AND ($3::text IS NULL OR j.state = $3)
+ ORDER BY j.id DESC
+ LIMIT $4
+)sql";
+
+// replay: discarded jobs back to the queue, oldest discarded first, at most $8 of them
+// (jobs_finished walked from $4/$5 on; by id through the primary key). Each gets a fresh
+// attempt budget (attempt 0 of its max_attempts), is due now, goes to the queue of its
+// tenant's tier now, and waits behind every channel's fresh deliveries (priority 3, as an
+// unparked backlog) so that a large replay cannot starve them. A job whose channel's breaker
+// is not closed, or that is paused (a disabled channel is), is replayed parked. Its attempt
+// log and last error stay as history. One more row than the limit is locked to tell whether
+// more remain. Wakes the queues that got available jobs.
+constexpr const char* kReplaySql = R"sql(
+WITH picked AS (
+  SELECT j.id, j.finished_at FROM bulkhead.jobs j
+   WHERE j.state = 'discarded'
+     AND ($1::bigint IS NULL OR j.id = $1)
+     AND ($2::bigint IS NULL OR j.channel_id = $2)
+     AND ($3::bigint IS NULL OR j.tenant_id = $3)
+     AND ($4::timestamptz IS NULL OR j.finished_at >= $4)
+     AND ($5::bigint IS NULL OR j.finished_at >= now() - $5 * interval '1 second')
+     AND ($6::timestamptz IS NULL OR j.finished_at < $6)
+     AND ($7::bigint IS NULL OR j.finished_at < now() - $7 * interval '1 second')
+   ORDER BY j.finished_at, j.id
+   LIMIT $8 + 1
+     FOR UPDATE SKIP LOCKED
+), chosen AS (
+  SELECT id FROM picked ORDER BY finished_at, id LIMIT $8
+), replayed AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = CASE WHEN flow.ok THEN 'available' ELSE 'parked' END,
+         priority = 3, attempt = 0, finished_at = NULL, scheduled_at = now(), queue = t.tier
+    FROM chosen, bulkhead.channels AS ch, bulkhead.tenants AS t,
+         LATERAL (SELECT ch.breaker_state = 'closed' AND NOT ch.paused) AS flow(ok)
+   WHERE j.id = chosen.id AND ch.id = j.channel_id AND t.id = j.tenant_id
+  RETURNING j.state, j.queue
+)
+SELECT (SELECT count(*) FROM replayed),
+       (SELECT count(*) FROM replayed WHERE state = 'available'),
+       (SELECT count(*) FROM replayed WHERE state = 'parked'),
+       (SELECT count(*) FROM picked) > $8,
+       (SELECT count(pg_notify('bulkhead_jobs', queue))
+          FROM (SELECT DISTINCT queue FROM replayed WHERE state = 'available') AS woken)
+)sql";
+
+// cancel: waiting jobs (available, due or not, and parked) to cancelled, at most $4, by id or
+// by channel (jobs_channel_available, jobs_parked) or tenant (its channels, then the same).
+// A job in flight is not waiting and is left alone: its attempt finishes and is recorded as
+// usual. Rows another session holds (a claim taking them right now) are skipped.
+constexpr const char* kCancelSql = R"sql(
+WITH picked AS (
+  SELECT j.id FROM bulkhead.jobs j
+   WHERE j.state IN ('available', 'parked')
+     AND ($1::bigint IS NULL OR j.id = $1)
+     AND ($2::bigint IS NULL OR j.channel_id = $2)
+     AND ($3::bigint IS NULL
+          OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $3))
+   LIMIT $4 + 1
+     FOR UPDATE SKIP LOCKED
+), chosen AS (
+  SELECT id FROM picked LIMIT $4
+), cancelled AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'cancelled', finished_at = now()
+    FROM chosen
+   WHERE j.id = chosen.id
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM cancelled), (SELECT count(*) FROM picked) > $4
+)sql";
+
+// find_job: one job's state and owner, to explain a cancel that changed nothing.
+constexpr const char* kFindJobSql = R"sql(
+SELECT state, coalesce(attempted_by, ''), attempt FROM bulkhead.jobs WHERE id = $1
+)sql";
+
+// add_channel: a new channel of a tenant (by name, or by id when no tenant has that name),
+// with a secret from bulkhead.new_secret(). The URL's shape is checked by channels_url_is_http.
+constexpr const char* kAddChannelSql = R"sql(
+WITH tenant AS (
+  SELECT t.id, t.name, t.tier FROM bulkhead.tenants t
+   WHERE t.name = $1
+      OR (t.id::text = $1 AND NOT EXISTS (SELECT 1 FROM bulkhead.tenants WHERE name = $1))
+), added AS (
+  INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, $2 FROM tenant
+  RETURNING id, secret
+)
+SELECT added.id, tenant.name, tenant.tier, added.secret FROM added, tenant
+)sql";
+
+// show_channel: one channel, never its secret, with its waiting jobs by state (the channel's
+// ranges of jobs_channel_available and jobs_parked; in flight through jobs_executing).
+constexpr const char* kShowChannelSql = R"sql(
+SELECT ch.id, t.id, t.name, t.tier, ch.url, )sql" BULKHEAD_UTC("ch.created_at") R"sql(,
+       ch.enabled, ch.paused, coalesce(ch.disabled_reason, ''), ch.breaker_state,
+       coalesce(ch.breaker_reason, ''), ch.breaker_trips,
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.channel_id = ch.id AND j.state = 'available' AND j.scheduled_at <= now()),
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.channel_id = ch.id AND j.state = 'available' AND j.scheduled_at > now()),
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'executing'),
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
+  FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+ WHERE ch.id = $1
+)sql";
+
+// disable_channel: enqueue refuses the channel from now on (bulkhead.route), and its waiting
+// backlog is held parked, not dropped: a disabled channel is also paused, so the claim, the
+// probe and the reconciler all leave its jobs alone without a new check of their own. Parks in
+// the same statement, like pause_channel.
+constexpr const char* kDisableChannelSql = R"sql(
+WITH before AS (
+  SELECT id, enabled FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
+), disabled AS (
+  UPDATE bulkhead.channels AS ch SET enabled = false, disabled_reason = $2, paused = true
+    FROM before WHERE ch.id = before.id
+  RETURNING ch.id
+), parked AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3
+    FROM disabled
+   WHERE j.channel_id = disabled.id AND j.state = 'available'
+  RETURNING 1
+)
+SELECT before.enabled, (SELECT count(*) FROM parked),
+       (SELECT count(pg_notify('bulkhead_breakers', id || ' paused')) FROM disabled)
+  FROM before
+)sql";
+
+// enable_channel: enqueue accepts the channel again. The pause that disable set stays, so the
+// parked backlog is sent only when an operator resumes the channel (it may be stale by now).
+constexpr const char* kEnableChannelSql = R"sql(
+WITH before AS (
+  SELECT id, enabled FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
+), enabled AS (
+  UPDATE bulkhead.channels AS ch SET enabled = true, disabled_reason = NULL
+    FROM before WHERE ch.id = before.id
+  RETURNING ch.id
+)
+SELECT before.enabled,
+       (SELECT count(*) FROM bulkhead.jobs j, enabled
+         WHERE j.channel_id = enabled.id AND j.state = 'parked')
+  FROM before
+)sql";
+
+constexpr const char* kAddTenantSql = R"sql(
+INSERT INTO bulkhead.tenants (name, tier) VALUES ($1, $2) RETURNING id
+)sql";
+
+// show_tenant: one tenant (by name, or by id when no tenant has that name) with its channels
+// and its waiting jobs by state, found through its channels (channels_tenant, then each
+// channel's ranges of jobs_channel_available and jobs_parked).
+constexpr const char* kShowTenantSql = R"sql(
+WITH tenant AS (
+  SELECT t.* FROM bulkhead.tenants t
+   WHERE t.name = $1
+      OR (t.id::text = $1 AND NOT EXISTS (SELECT 1 FROM bulkhead.tenants WHERE name = $1))
+), channel AS (
+  SELECT ch.id FROM bulkhead.channels ch, tenant WHERE ch.tenant_id = tenant.id
+)
+SELECT tenant.id, tenant.name, tenant.tier, )sql" BULKHEAD_UTC("tenant.created_at") R"sql(,
+       (SELECT count(*) FROM channel),
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.channel_id IN (SELECT id FROM channel) AND j.state = 'available'
+           AND j.scheduled_at <= now()),
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.channel_id IN (SELECT id FROM channel) AND j.state = 'available'
+           AND j.scheduled_at > now()),
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.tenant_id = tenant.id AND j.state = 'executing'),
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.channel_id IN (SELECT id FROM channel) AND j.state = 'parked')
+  FROM tenant
+)sql";
+
+#undef BULKHEAD_UTC
+
 template <typename T>
 int Written(const T& result) {
   return static_cast<int>(result.affected_rows());
@@ -801,6 +1038,18 @@ JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("pause_channel", kPauseChannelSql);
   conn_.prepare("resume_channel", kResumeChannelSql);
   conn_.prepare("set_tenant_tier", kSetTenantTierSql);
+  conn_.prepare("queue_status", kQueueStatusSql);
+  conn_.prepare("node_status", kNodeStatusSql);
+  conn_.prepare("list_jobs", kListJobsSql);
+  conn_.prepare("replay", kReplaySql);
+  conn_.prepare("cancel", kCancelSql);
+  conn_.prepare("find_job", kFindJobSql);
+  conn_.prepare("add_channel", kAddChannelSql);
+  conn_.prepare("show_channel", kShowChannelSql);
+  conn_.prepare("disable_channel", kDisableChannelSql);
+  conn_.prepare("enable_channel", kEnableChannelSql);
+  conn_.prepare("add_tenant", kAddTenantSql);
+  conn_.prepare("show_tenant", kShowTenantSql);
 }
 
 std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
@@ -1085,6 +1334,147 @@ std::optional<JobStore::TierMove> JobStore::SetTenantTier(const std::string& ten
   if (rows.empty()) return std::nullopt;
   return TierMove{rows[0][0].as<std::string>(), rows[0][1].as<std::string>(),
                   rows[0][2].as<int64_t>(), rows[0][3].as<int64_t>()};
+}
+
+// ---- Operators: the admin CLI ----------------------------------------------------------------
+
+std::vector<JobStore::QueueStatus> JobStore::QueueStatuses() {
+  pqxx::work tx(conn_, "queue_status");
+  pqxx::result rows = tx.exec_prepared("queue_status");
+  tx.commit();
+  std::vector<QueueStatus> list;
+  for (const auto& r : rows) {
+    list.push_back({r[0].as<std::string>(), r[1].as<int64_t>(), r[2].as<int64_t>(),
+                    r[3].as<int64_t>(), r[4].as<int64_t>(), r[5].as<double>()});
+  }
+  return list;
+}
+
+std::vector<JobStore::NodeStatus> JobStore::NodeStatuses() {
+  pqxx::work tx(conn_, "node_status");
+  pqxx::result rows = tx.exec_prepared("node_status");
+  tx.commit();
+  std::vector<NodeStatus> list;
+  for (const auto& r : rows) {
+    list.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                    r[3].as<std::string>(), r[4].as<int>(), r[5].as<double>(), r[6].as<double>(),
+                    r[7].as<int64_t>()});
+  }
+  return list;
+}
+
+std::vector<JobStore::JobRow> JobStore::ListJobs(const JobFilter& filter) {
+  pqxx::work tx(conn_, "list_jobs");
+  // A filter that matches few rows of a big table walks far back through the primary key:
+  // an operator gets an error after 10 s rather than a query that runs on for minutes.
+  tx.exec0("SET LOCAL statement_timeout = '10s'");
+  pqxx::result rows =
+      tx.exec_prepared("list_jobs", filter.channel, filter.tenant, filter.state, filter.limit);
+  tx.commit();
+  std::vector<JobRow> list;
+  for (const auto& r : rows) {
+    list.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                    r[3].as<std::string>(), r[4].as<int64_t>(), r[5].as<int>(), r[6].as<int>(),
+                    r[7].as<int>(), r[8].as<std::string>(), r[9].as<std::string>(),
+                    r[10].as<std::string>(), r[11].as<int64_t>(), r[12].as<std::string>()});
+  }
+  return list;
+}
+
+JobStore::BulkChange JobStore::Replay(const JobSelector& selector) {
+  pqxx::work tx(conn_, "replay");
+  pqxx::row r = tx.exec_prepared1("replay", selector.id, selector.channel, selector.tenant,
+                                  selector.since_at, selector.since_age_s, selector.until_at,
+                                  selector.until_age_s, selector.limit);
+  tx.commit();
+  return {r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int64_t>(), r[3].as<bool>()};
+}
+
+JobStore::BulkChange JobStore::Cancel(const JobSelector& selector) {
+  pqxx::work tx(conn_, "cancel");
+  pqxx::row r =
+      tx.exec_prepared1("cancel", selector.id, selector.channel, selector.tenant, selector.limit);
+  tx.commit();
+  return {r[0].as<int64_t>(), 0, 0, r[1].as<bool>()};
+}
+
+std::optional<JobStore::JobState> JobStore::FindJob(int64_t id) {
+  pqxx::work tx(conn_, "find_job");
+  pqxx::result rows = tx.exec_prepared("find_job", id);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return JobState{rows[0][0].as<std::string>(), rows[0][1].as<std::string>(), rows[0][2].as<int>()};
+}
+
+std::optional<JobStore::NewChannel> JobStore::AddChannel(const std::string& tenant,
+                                                         const std::string& url) {
+  pqxx::work tx(conn_, "add_channel");
+  pqxx::result rows = tx.exec_prepared("add_channel", tenant, url);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return NewChannel{rows[0][0].as<int64_t>(), rows[0][1].as<std::string>(),
+                    rows[0][2].as<std::string>(), rows[0][3].as<std::string>()};
+}
+
+std::optional<JobStore::ChannelInfo> JobStore::ShowChannel(int64_t channel) {
+  pqxx::work tx(conn_, "show_channel");
+  pqxx::result rows = tx.exec_prepared("show_channel", channel);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  const pqxx::row& r = rows[0];
+  ChannelInfo info;
+  info.id = r[0].as<int64_t>();
+  info.tenant_id = r[1].as<int64_t>();
+  info.tenant = r[2].as<std::string>();
+  info.tier = r[3].as<std::string>();
+  info.url = r[4].as<std::string>();
+  info.created_at = r[5].as<std::string>();
+  info.enabled = r[6].as<bool>();
+  info.paused = r[7].as<bool>();
+  info.disabled_reason = r[8].as<std::string>();
+  info.breaker_state = r[9].as<std::string>();
+  info.breaker_reason = r[10].as<std::string>();
+  info.breaker_trips = r[11].as<int>();
+  info.available = r[12].as<int64_t>();
+  info.scheduled = r[13].as<int64_t>();
+  info.executing = r[14].as<int64_t>();
+  info.parked = r[15].as<int64_t>();
+  return info;
+}
+
+std::optional<JobStore::ChannelChange> JobStore::DisableChannel(int64_t channel,
+                                                                const std::string& reason) {
+  pqxx::work tx(conn_, "disable_channel");
+  pqxx::result rows = tx.exec_prepared("disable_channel", channel, reason);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return ChannelChange{rows[0][0].as<bool>() ? "enabled" : "disabled", rows[0][1].as<int64_t>()};
+}
+
+std::optional<JobStore::ChannelChange> JobStore::EnableChannel(int64_t channel) {
+  pqxx::work tx(conn_, "enable_channel");
+  pqxx::result rows = tx.exec_prepared("enable_channel", channel);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return ChannelChange{rows[0][0].as<bool>() ? "enabled" : "disabled", rows[0][1].as<int64_t>()};
+}
+
+int64_t JobStore::AddTenant(const std::string& name, const std::string& tier) {
+  pqxx::work tx(conn_, "add_tenant");
+  int64_t id = tx.exec_prepared1("add_tenant", name, tier)[0].as<int64_t>();
+  tx.commit();
+  return id;
+}
+
+std::optional<JobStore::TenantInfo> JobStore::ShowTenant(const std::string& tenant) {
+  pqxx::work tx(conn_, "show_tenant");
+  pqxx::result rows = tx.exec_prepared("show_tenant", tenant);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  const pqxx::row& r = rows[0];
+  return TenantInfo{r[0].as<int64_t>(),     r[1].as<std::string>(), r[2].as<std::string>(),
+                    r[3].as<std::string>(), r[4].as<int64_t>(),     r[5].as<int64_t>(),
+                    r[6].as<int64_t>(),     r[7].as<int64_t>(),     r[8].as<int64_t>()};
 }
 
 }  // namespace bulkhead

@@ -211,6 +211,117 @@ class JobStore {
   // such tenant. Throws pqxx::foreign_key_violation when the tier does not exist.
   std::optional<TierMove> SetTenantTier(const std::string& tenant, const std::string& tier);
 
+  // ---- Operators: the admin CLI's reads and bulk changes (see job_store.cc) ----
+
+  // One queue (tier) in `bulkhead status`.
+  struct QueueStatus {
+    std::string queue;
+    int64_t available = 0;  // due now: claimable
+    int64_t scheduled = 0;  // available, due later (retries waiting)
+    int64_t executing = 0;  // in flight on some node
+    int64_t parked = 0;     // held behind a breaker or a pause
+    double lag_s = 0;       // age of the oldest claimable job (0 when none)
+  };
+  // One node in `bulkhead status`.
+  struct NodeStatus {
+    std::string name, host, version, tiers;  // tiers comma-separated
+    int pid = 0;
+    double heartbeat_age_s = 0;  // since its last heartbeat
+    double lease_left_s = 0;     // negative: its lease ran out that long ago
+    int64_t executing = 0;       // jobs it holds in flight
+  };
+  std::vector<QueueStatus> QueueStatuses();
+  std::vector<NodeStatus> NodeStatuses();
+
+  // One job in `bulkhead jobs`: never the payload, only its size.
+  struct JobRow {
+    int64_t id = 0;
+    std::string queue, tenant, state;
+    int64_t channel = 0;
+    int priority = 0, attempt = 0, max_attempts = 0;
+    std::string created_at, scheduled_at, finished_at;  // UTC ISO 8601; finished_at may be ""
+    int64_t payload_bytes = 0;
+    std::string last_error;  // at most 200 characters
+  };
+  struct JobFilter {
+    std::optional<int64_t> channel, tenant;
+    std::optional<std::string> state;
+    int limit = 50;
+  };
+  // The newest jobs matching `filter`, newest first, at most filter.limit.
+  std::vector<JobRow> ListJobs(const JobFilter& filter);
+
+  // Which discarded or waiting jobs a replay or a cancel takes. Unset fields do not filter.
+  struct JobSelector {
+    std::optional<int64_t> id, channel, tenant;
+    // Replay only: discarded in [since, until), each bound an absolute time (ISO 8601, with
+    // its zone) or an age in seconds before now.
+    std::optional<std::string> since_at, until_at;
+    std::optional<int64_t> since_age_s, until_age_s;
+    int limit = 1000;
+  };
+  // What a replay or a cancel did: jobs changed, how (available / parked for a replay), and
+  // whether more matched beyond the limit.
+  struct BulkChange {
+    int64_t jobs = 0;
+    int64_t available = 0;
+    int64_t parked = 0;
+    bool more = false;
+  };
+  // Discarded jobs back to the queue with a fresh attempt budget (attempt 0), oldest discarded
+  // first, in the queue of the tenant's tier now; parked if the channel's breaker is not closed
+  // or it is paused. Wakes the nodes of the queues that got available jobs.
+  BulkChange Replay(const JobSelector& selector);
+  // Waiting jobs (available or parked) to cancelled. Jobs in flight are not touched.
+  BulkChange Cancel(const JobSelector& selector);
+  // The state of one job and its node, for the message when `cancel --id` changed nothing.
+  // nullopt: no such job.
+  struct JobState {
+    std::string state, node;
+    int attempt = 0;
+  };
+  std::optional<JobState> FindJob(int64_t id);
+
+  // A new channel of `tenant` (a name, or an id when no tenant has that name): its id and its
+  // generated secret. nullopt: no such tenant. Throws pqxx::check_violation on a bad URL.
+  struct NewChannel {
+    int64_t id = 0;
+    std::string tenant, tier, secret;
+  };
+  std::optional<NewChannel> AddChannel(const std::string& tenant, const std::string& url);
+
+  // `bulkhead channel show`: everything about a channel but its secret.
+  struct ChannelInfo {
+    int64_t id = 0;
+    int64_t tenant_id = 0;
+    std::string tenant, tier, url, created_at;
+    bool enabled = true, paused = false;
+    std::string disabled_reason;
+    std::string breaker_state, breaker_reason;
+    int breaker_trips = 0;
+    int64_t available = 0, scheduled = 0, executing = 0, parked = 0;
+  };
+  std::optional<ChannelInfo> ShowChannel(int64_t channel);
+
+  // Disables the channel (enqueue refuses it) and pauses it, parking its waiting backlog.
+  // nullopt: no such channel. `before` is "enabled" or "disabled".
+  std::optional<ChannelChange> DisableChannel(int64_t channel, const std::string& reason);
+  // Lets enqueue accept the channel again; its pause (and parked backlog) stays. `jobs` is
+  // the parked backlog left. nullopt: no such channel.
+  std::optional<ChannelChange> EnableChannel(int64_t channel);
+
+  // A new tenant: its id. Throws pqxx::foreign_key_violation for an unknown tier and
+  // pqxx::unique_violation for a name in use.
+  int64_t AddTenant(const std::string& name, const std::string& tier);
+  struct TenantInfo {
+    int64_t id = 0;
+    std::string name, tier, created_at;
+    int64_t channels = 0;
+    int64_t available = 0, scheduled = 0, executing = 0, parked = 0;
+  };
+  // By name, or by id when no tenant has that name. nullopt: no such tenant.
+  std::optional<TenantInfo> ShowTenant(const std::string& tenant);
+
  private:
   pqxx::connection_base& conn_;
   // Whether this session plans generically (set by the first Claim; see there).

@@ -1,6 +1,7 @@
 #include "tenant_command.h"
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
@@ -79,7 +80,90 @@ int RunSetTier(const Subcommand& sub, std::span<const std::string_view> args) {
   });
 }
 
+int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  auto parsed = cli::Parse(
+      command, args, {.options = {{"--name", "a name"}, {"--tier", "a tier"}}, .max_positional = 0},
+      [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  std::optional<std::string> name = words.Value("--name");
+  std::string tier = words.Value("--tier").value_or("default");
+  if (!name) return UsageError(command, "missing --name NAME");
+  if (name->empty() || name->size() > 200) {
+    return UsageError(command, "--name must be 1 to 200 characters");
+  }
+  if (!IsTierName(tier)) {
+    return UsageError(command,
+                      "--tier must be a tier name (a lowercase letter, then up to 62 lowercase "
+                      "letters, digits or '_'), not '" +
+                          OneLine(tier) + "'");
+  }
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    try {
+      int64_t id = store.AddTenant(*name, tier);
+      std::cout << "tenant " << OneLine(*name) << " added with id " << id << " on tier " << tier
+                << "\n";
+      return kExitOk;
+    } catch (const pqxx::foreign_key_violation&) {
+      std::cerr << command << ": no tier named '" << tier << "' (see bulkhead.tiers)\n";
+    } catch (const pqxx::unique_violation&) {
+      std::cerr << command << ": a tenant named '" << OneLine(*name) << "' exists already\n";
+    }
+    return kExitFailure;
+  });
+}
+
+int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  auto parsed = cli::Parse(command, args, {.options = {{"--json", nullptr}}, .max_positional = 1},
+                           [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  if (words.positional.empty()) return UsageError(command, "missing TENANT");
+  const std::string tenant(words.positional[0]);
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    std::optional<JobStore::TenantInfo> t = store.ShowTenant(tenant);
+    if (!t) {
+      std::cerr << command << ": no tenant named or numbered '" << OneLine(tenant) << "'\n";
+      return kExitFailure;
+    }
+    if (words.Has("--json")) {
+      nlohmann::ordered_json out = {{"id", t->id},
+                                    {"name", t->name},
+                                    {"tier", t->tier},
+                                    {"created_at", t->created_at},
+                                    {"channels", t->channels},
+                                    {"jobs",
+                                     {{"available", t->available},
+                                      {"scheduled", t->scheduled},
+                                      {"executing", t->executing},
+                                      {"parked", t->parked}}}};
+      std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      return kExitOk;
+    }
+    std::cout << "tenant    " << OneLine(t->name) << " (id " << t->id << ")\n"
+              << "tier      " << t->tier << "\n"
+              << "created   " << t->created_at << "\n"
+              << "channels  " << t->channels << "\n"
+              << "jobs      " << t->available << " available, " << t->scheduled << " scheduled, "
+              << t->executing << " executing, " << t->parked << " parked\n";
+    return kExitOk;
+  });
+}
+
 constexpr Subcommand kSubcommands[] = {
+    {"add", "add --name NAME [--tier TIER] [--database URL]", "add a tenant (tier: default)",
+     R"(Adds a tenant named NAME (1 to 200 characters, unique) on TIER (default: `default`), and
+prints its id. TIER must exist in bulkhead.tiers.
+)",
+     RunAdd},
+    {"show", "show TENANT [--json] [--database URL]", "a tenant's tier, channels and jobs",
+     R"(Shows the tenant: id, name, tier, its number of channels, and its waiting jobs by state
+(available, scheduled, executing, parked). --json prints one object with the keys id, name,
+tier, created_at, channels and jobs {available, scheduled, executing, parked}.
+)",
+     RunShow},
     {"set-tier", "set-tier TENANT TIER [--database URL]",
      "move a tenant and its waiting deliveries to another tier",
      R"(Moves the tenant to TIER (one tier is one queue) together with its waiting deliveries,
