@@ -3,6 +3,8 @@
 // leases; and its bad input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -153,6 +155,37 @@ TEST_F(StatusCommandTest, StatusStatementsReadNoFinishedRows) {
     EXPECT_EQ(plan.find("jobs_finished"), std::string::npos) << plan;
     EXPECT_NE(plan.find("Index"), std::string::npos) << plan;
   }
+}
+
+// Design §2: --database, else the config file's "database", else DATABASE_URL. A config that
+// does not load is a usage error naming the file and the key.
+TEST_F(StatusCommandTest, TakesTheDatabaseFromTheConfigFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("bulkhead-status-" + dbname());
+  std::filesystem::create_directories(dir / "tiers");
+  std::ofstream(dir / "tiers" / "default.json") << "{}";
+  std::ofstream(dir / "node.json") << nlohmann::json{{"database", url()}}.dump();
+  std::ofstream(dir / "bad.json") << R"({"database": 7})";
+  const std::string nowhere = "postgresql:///nope?host=/nonexistent";
+
+  CommandResult by_config = Bulkhead({"status", "--json", "--config", (dir / "node.json").string()},
+                                     {{"DATABASE_URL", nowhere}});
+  ASSERT_EQ(by_config.exit_code, 0) << by_config.err;
+  EXPECT_EQ(nlohmann::json::parse(by_config.out)["queues"][1]["available"], 3);
+
+  // --database wins over the config file.
+  CommandResult flag_wins =
+      Bulkhead({"status", "--config", (dir / "node.json").string(), "--database", nowhere});
+  EXPECT_EQ(flag_wins.exit_code, 1) << flag_wins.err;
+
+  CommandResult bad = Bulkhead({"status", "--config", (dir / "bad.json").string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find("bulkhead status: " + (dir / "bad.json").string() + ": database: "),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(testing::Lines(bad.err), 1) << bad.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StatusCli, BadInputAndHelp) {

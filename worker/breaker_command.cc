@@ -37,7 +37,8 @@ channels that are only paused, as an aligned table (or "no open breakers or paus
 state, paused, since, since_s, trips, reason, probe_in_s, probe_job (null unless half_open) and
 parked.
 
-The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
+The database is --database URL, else the "database" of --config FILE, else DATABASE_URL,
+else libpq's PG* variables.
 )";
 
 constexpr const char* kBreakerUsage = R"(usage: bulkhead breaker reset CHANNEL [--database URL]
@@ -47,7 +48,8 @@ returns its parked backlog to the queue in the same statement, behind fresh deli
 (priority 3). The breaker counts afresh (trips 0); a probe still in flight finds it closed and
 changes nothing. A paused channel's backlog stays parked until `bulkhead channel resume CHANNEL`.
 
-The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
+The database is --database URL, else the "database" of --config FILE, else DATABASE_URL,
+else libpq's PG* variables.
 )";
 
 using cli::Cell;

@@ -9,6 +9,7 @@
 #include <pqxx/pqxx>
 #include <regex>
 
+#include "config.h"
 #include "database_url.h"
 #include "exit_codes.h"
 #include "job_store.h"
@@ -106,6 +107,7 @@ std::variant<Words, int> Parse(std::string_view command, std::span<const std::st
   }
   std::vector<Option> options = grammar.options;
   options.push_back({"--database", "a URL"});
+  options.push_back({"--config", "a FILE"});
   Words words;
   bool options_ended = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -141,6 +143,8 @@ std::variant<Words, int> Parse(std::string_view command, std::span<const std::st
       }
       if (name == "--database") {
         words.database = std::move(value);
+      } else if (name == "--config") {
+        words.config = std::move(value);
       } else {
         words.values[std::string(name)] = std::move(value);
       }
@@ -155,8 +159,18 @@ std::variant<Words, int> Parse(std::string_view command, std::span<const std::st
 
 int WithStore(std::string_view command, const Words& words,
               const std::function<int(JobStore&)>& act) {
+  std::optional<std::string> from_config;
+  if (words.config && !words.database) {
+    auto loaded = LoadConfig(*words.config);
+    if (auto* error = std::get_if<ConfigError>(&loaded)) {
+      std::cerr << command << ": " << OneLine(error->Message()) << "\n";
+      return kExitUsage;
+    }
+    const std::string& database = std::get<Config>(loaded).node.database;
+    if (!database.empty()) from_config = database;
+  }
   try {
-    pqxx::connection conn(ResolveDatabase(words.database, std::nullopt));
+    pqxx::connection conn(ResolveDatabase(words.database, from_config));
     JobStore store(conn);
     return act(store);
   } catch (const std::exception& e) {

@@ -7,7 +7,9 @@
 // - a usage error is one line on stderr, "<command>: <what> (try: <command> --help)", exit 2,
 //   and never reaches the database;
 // - a database error is one line on stderr with libpq's first line (the reason), exit 1;
-// - the database is `--database URL`, else `DATABASE_URL`, else libpq's PG* variables.
+// - the database is `--database URL`, else the `database` of `--config FILE` (the node's config
+//   file), else `DATABASE_URL`, else libpq's PG* variables (design §2); a config file that
+//   does not load is a usage error naming the file, the key and the reason.
 //
 // Pure functions over their arguments, plus stdout/stderr: meant for the process's main thread.
 #pragma once
@@ -31,7 +33,8 @@ namespace cli {
 
 // The line every verb's help ends with.
 inline constexpr const char* kDatabaseNote =
-    "The database is --database URL, else DATABASE_URL, else libpq's PG* variables.\n";
+    "The database is --database URL, else the \"database\" of --config FILE, else DATABASE_URL,\n"
+    "else libpq's PG* variables.\n";
 
 // "<command>: <message> (try: <command> --help)" on stderr. Returns kExitUsage.
 int UsageError(std::string_view command, const std::string& message);
@@ -57,7 +60,7 @@ std::optional<int64_t> ParseDuration(std::string_view word);
 // one. Only the shape is checked here: Postgres refuses a 31st of February.
 std::optional<std::string> ParseTimestamp(std::string_view word);
 
-// An option a verb takes besides --database and --help.
+// An option a verb takes besides --database, --config and --help.
 struct Option {
   const char* name;   // "--json", "--limit"
   const char* value;  // what it needs, for the usage error: "a number"; nullptr: a flag
@@ -75,6 +78,7 @@ struct Words {
   std::map<std::string, std::string, std::less<>> values;  // options with a value
   std::set<std::string, std::less<>> flags;                // options without one
   std::optional<std::string> database;                     // --database URL
+  std::optional<std::string> config;                       // --config FILE
 
   bool Has(std::string_view flag) const { return flags.contains(flag); }
   std::optional<std::string> Value(std::string_view option) const;
@@ -94,7 +98,8 @@ std::variant<Words, int> Parse(std::string_view command, std::span<const std::st
                                const Grammar& grammar, const std::function<void()>& print_help);
 
 // Connects to the database `words` name (see the top of this file), hands `act` a JobStore on
-// that connection, and returns what `act` returns. Any exception (a refused connection, a
+// that connection, and returns what `act` returns. A config file that does not load is
+// "<command>: <file>: <key>: <reason>" and kExitUsage. Any exception (a refused connection, a
 // failed statement) becomes "<command>: database error: <first line>" and kExitFailure.
 int WithStore(std::string_view command, const Words& words,
               const std::function<int(JobStore&)>& act);

@@ -39,7 +39,8 @@ created_at, scheduled_at, finished_at (null if not finished), payload_bytes, las
 The listing walks the newest jobs back; a filter that matches only a few of very many jobs
 gives up after 10 s with a database error (statement timeout).
 
-The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
+The database is --database URL, else the "database" of --config FILE, else DATABASE_URL,
+else libpq's PG* variables.
 )";
 
 bool IsState(std::string_view word) {
@@ -125,7 +126,8 @@ paused or disabled, it is replayed parked and leaves with the channel's parked b
 attempt log and last error stay as history. It keeps its id, so the receiver sees the same
 webhook-id again.
 
-The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
+The database is --database URL, else the "database" of --config FILE, else DATABASE_URL,
+else libpq's PG* variables.
 )";
 
 constexpr const char* kCancelUsage =
@@ -139,7 +141,8 @@ A job in flight (executing) cannot be cancelled: its request is already on the w
 --id` refuses it (exit 1); by channel or tenant it is left alone. Its result is recorded as
 usual; to stop its retries, pause the channel (`bulkhead channel pause`) and cancel after.
 
-The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
+The database is --database URL, else the "database" of --config FILE, else DATABASE_URL,
+else libpq's PG* variables.
 )";
 
 // The selector words of replay (with times) or cancel; false after printing a usage error.

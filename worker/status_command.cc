@@ -39,7 +39,8 @@ nodes
 
 Only indexes of unfinished jobs are read: the cost follows the backlog, not the history.
 
-The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
+The database is --database URL, else the "database" of --config FILE, else DATABASE_URL,
+else libpq's PG* variables.
 )";
 
 std::string Seconds(double s) { return cli::Duration(static_cast<int64_t>(std::floor(s))); }
