@@ -5,6 +5,7 @@
 
 #include "cap_ledger.h"
 #include "logger.h"
+#include "reconnect_backoff.h"
 
 namespace bulkhead {
 namespace {
@@ -84,7 +85,7 @@ void BreakerKeeper::Learn(const std::string& payload) {
 }
 
 void BreakerKeeper::Run() {
-  auto backoff = std::chrono::milliseconds(100);
+  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
   std::unique_lock lock(mu_);
   while (!stop_) {
     auto now = std::chrono::steady_clock::now();
@@ -109,12 +110,11 @@ void BreakerKeeper::Run() {
       lock.lock();
     }
     if (ok) {
-      backoff = std::chrono::milliseconds(100);
+      backoff.Reset();
       continue;
     }
     store_.Reset();
-    cv_.wait_for(lock, backoff, [&] { return stop_; });
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    cv_.wait_for(lock, backoff.Next(), [&] { return stop_; });
   }
 }
 

@@ -1,6 +1,7 @@
 #include "completion_writer.h"
 
 #include "logger.h"
+#include "reconnect_backoff.h"
 #include "store_connection.h"
 
 namespace bulkhead {
@@ -50,7 +51,8 @@ uint64_t CompletionWriter::written() const {
 
 void CompletionWriter::Run() {
   StoreConnection store(options_.database);
-  auto backoff = std::chrono::milliseconds(100);
+  ReconnectBackoff backoff;           // 100 ms doubling to 5 s, jittered
+  std::chrono::milliseconds wait{0};  // before the next try, after a failed write
   std::vector<AttemptResult> batch;
   std::unique_lock lock(mu_);
   while (true) {
@@ -76,12 +78,13 @@ void CompletionWriter::Run() {
       if (options_.metrics) {
         options_.metrics->completion_batch_size().Observe(static_cast<double>(batch.size()));
       }
-      backoff = std::chrono::milliseconds(100);
+      backoff.Reset();
     } catch (const std::exception& e) {
+      wait = backoff.Next();
       Log(LogLevel::kWarn, "completion_write_failed",
           {{"results", batch.size()},
            {"error", FirstLine(e.what())},
-           {"retry_in_ms", backoff.count()}});
+           {"retry_in_ms", wait.count()}});
       store.Reset();
     }
 
@@ -104,8 +107,7 @@ void CompletionWriter::Run() {
       // the node's shutdown bounds the whole drain with its grace period).
       pending_.insert(pending_.begin(), std::make_move_iterator(batch.begin()),
                       std::make_move_iterator(batch.end()));
-      wake_.wait_for(lock, backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+      wake_.wait_for(lock, wait);
     }
     batch.clear();
   }

@@ -1,6 +1,7 @@
 #include "maintenance.h"
 
 #include "logger.h"
+#include "reconnect_backoff.h"
 
 namespace bulkhead {
 namespace {
@@ -25,7 +26,7 @@ Maintenance::~Maintenance() {
 }
 
 void Maintenance::Run() {
-  auto backoff = std::chrono::milliseconds(100);
+  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
   std::unique_lock lock(mu_);
   while (!stop_) {
     lock.unlock();
@@ -54,7 +55,7 @@ void Maintenance::Run() {
         Lead(now);
         next = std::min({next_rescue_, next_park_, next_reconcile_, next_prune_, next_sample_});
       }
-      backoff = std::chrono::milliseconds(100);
+      backoff.Reset();
     } catch (const std::exception& e) {
       if (leader_) {
         Log(LogLevel::kWarn, "leadership_lost",
@@ -66,8 +67,7 @@ void Maintenance::Run() {
       leader_ = false;
       if (options_.metrics) options_.metrics->ClearFleetSample();
       store_.Reset();  // closing the connection releases the lock, if it was still held
-      next = std::chrono::steady_clock::now() + backoff;
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+      next = std::chrono::steady_clock::now() + backoff.Next();
     }
     lock.lock();
     cv_.wait_until(lock, next, [&] { return stop_; });

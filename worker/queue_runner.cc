@@ -4,6 +4,7 @@
 #include <random>
 
 #include "logger.h"
+#include "reconnect_backoff.h"
 #include "version.h"
 #include "webhook_signature.h"
 
@@ -281,7 +282,8 @@ void QueueRunner::LogCapsSummary(std::chrono::steady_clock::time_point now) {
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
-  auto backoff = std::chrono::milliseconds(100);
+  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
+  std::chrono::milliseconds wait{0};
   while (true) {
     try {
       int parked = 0;
@@ -308,16 +310,16 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
       *taken = static_cast<int>(jobs.size()) + parked;
       return jobs;
     } catch (const std::exception& e) {
+      wait = backoff.Next();
       claim_ok_ = false;
       Log(LogLevel::kWarn, "claim_failed",
           {{"tier", options_.tier.name},
            {"error", FirstLine(e.what())},
-           {"retry_in_ms", backoff.count()}});
+           {"retry_in_ms", wait.count()}});
       store_.Reset();
     }
     std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, backoff, [&] { return stop_; })) return {};
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    if (cv_.wait_for(lock, wait, [&] { return stop_; })) return {};
   }
 }
 

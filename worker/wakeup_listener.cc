@@ -5,6 +5,7 @@
 #include <pqxx/pqxx>
 
 #include "logger.h"
+#include "reconnect_backoff.h"
 
 namespace bulkhead {
 namespace {
@@ -35,7 +36,7 @@ WakeupListener::~WakeupListener() {
 }
 
 void WakeupListener::Run() {
-  auto backoff = std::chrono::milliseconds(100);
+  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
   bool was_connected = false;
   while (!stop_) {
     try {
@@ -45,18 +46,18 @@ void WakeupListener::Run() {
       connected_ = true;
       if (was_connected) Log(LogLevel::kInfo, "listen_reconnected");
       was_connected = true;
-      backoff = std::chrono::milliseconds(100);
+      backoff.Reset();
       on_wake_("");  // catch up on what was enqueued while we were not listening
       while (!stop_) conn.await_notification(0, 200'000);
     } catch (const std::exception& e) {
       connected_ = false;
+      const std::chrono::milliseconds wait = backoff.Next();
       Log(LogLevel::kWarn, "listen_failed",
-          {{"error", FirstLine(e.what())}, {"retry_in_ms", backoff.count()}});
-      for (auto waited = std::chrono::milliseconds(0); waited < backoff && !stop_;
+          {{"error", FirstLine(e.what())}, {"retry_in_ms", wait.count()}});
+      for (auto waited = std::chrono::milliseconds(0); waited < wait && !stop_;
            waited += std::chrono::milliseconds(50)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
   }
   connected_ = false;
