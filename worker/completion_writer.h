@@ -8,9 +8,10 @@
 // before a delivered job reads `completed`.
 //
 // Losing the database loses no result while the node runs: a failed write keeps the batch and
-// retries with backoff (ReconnectBackoff: 100 ms doubling to 5 s, jittered) on a new connection. Only when the writer is
-// destroyed during an outage does it give up, logging how many results it dropped; those jobs
-// stay `executing` and return through lease rescue, so delivery stays at-least-once.
+// retries with backoff (ReconnectBackoff: 100 ms doubling to 5 s, jittered) on a new connection.
+// Only when the writer is destroyed during an outage does it give up, logging how many results it
+// dropped; those jobs stay `executing` and return through lease rescue, so delivery stays
+// at-least-once.
 //
 // Bounded: Saturated() turns true at 20 batches waiting (10,000 results at the defaults), and
 // queue runners stop claiming until it clears, so a slow or failing database holds the node's
