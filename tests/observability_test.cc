@@ -268,7 +268,13 @@ TEST_F(ObservabilityTest, ReadyzGoesUnreadyWhileTheDatabaseIsAwayAndReadyAfter) 
   pqxx::nontransaction(*admin).exec("ALTER DATABASE " + dbname() + " ALLOW_CONNECTIONS true");
   auto up = Poll(node, "/readyz", ready);
   EXPECT_EQ(up.status, 200) << up.body << node.Log();
-  std::string metrics = HttpGet(Url(node, "/metrics")).body;
+  // Ready again does not mean every connection is back: readiness asks the heartbeat, the
+  // LISTEN connection and the claim loops, and a thread whose connection was cut reconnects only
+  // at its next statement (under TSan the CI saw ready with errors 1 and reconnects 0). Wait for
+  // it.
+  std::string metrics = Poll(node, "/metrics", [](const testing::HttpAnswer& a) {
+                          return Sample(a.body, "bulkhead_reconnects_total").value_or(0) > 0;
+                        }).body;
   EXPECT_GT(Sample(metrics, "bulkhead_database_errors_total").value_or(0), 0) << metrics;
   EXPECT_GT(Sample(metrics, "bulkhead_reconnects_total").value_or(0), 0) << metrics;
   node.Signal(SIGTERM);
