@@ -8,6 +8,7 @@
 #   ./setup.sh                 # packages + Release build in build/ (binaries in build/bin/)
 #   ./setup.sh --build asan    # also: AddressSanitizer+UBSan build in build/asan/
 #   ./setup.sh --build tsan    # also: ThreadSanitizer build in build/tsan/
+#   ./setup.sh --build fuzz    # also: the libFuzzer targets (clang) in build/fuzz/
 #   ./setup.sh --no-build      # packages only
 #
 # Needs root or sudo only when a package is missing.
@@ -22,17 +23,18 @@ PACKAGES=(
   libssl-dev openssl libgtest-dev
   postgresql-15 postgresql-client-15
   prometheus  # promtool for the alert rules' tests, and the server observability_test scrapes with
+  clang libclang-rt-14-dev  # libFuzzer: the fuzz targets of tests/fuzz/
 )
 
 builds=(release)
 install_only=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --build) shift; [ $# -gt 0 ] || { echo "setup.sh: --build needs release, asan or tsan" >&2; exit 2; }
-             case "$1" in release|asan|tsan) builds+=("$1") ;;
-               *) echo "setup.sh: unknown build '$1' (release, asan, tsan)" >&2; exit 2 ;; esac ;;
+    --build) shift; [ $# -gt 0 ] || { echo "setup.sh: --build needs release, asan, tsan or fuzz" >&2; exit 2; }
+             case "$1" in release|asan|tsan|fuzz) builds+=("$1") ;;
+               *) echo "setup.sh: unknown build '$1' (release, asan, tsan, fuzz)" >&2; exit 2 ;; esac ;;
     --no-build) install_only=true ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -84,6 +86,9 @@ for b in $(printf '%s\n' "${builds[@]}" | awk '!seen[$0]++'); do
     release) dir=build;      flags=(-DCMAKE_BUILD_TYPE=Release) ;;
     asan)    dir=build/asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DBULKHEAD_ASAN=ON) ;;
     tsan)    dir=build/tsan; flags=(-DCMAKE_BUILD_TYPE=Debug -DBULKHEAD_TSAN=ON) ;;
+    # Only the parsers and their fuzz targets, built by clang (libFuzzer is clang's).
+    fuzz)    dir=build/fuzz; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_FUZZ=ON
+                                    -DCMAKE_CXX_COMPILER=clang++) ;;
   esac
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S . -B "$dir" "${flags[@]}" >/dev/null

@@ -357,6 +357,18 @@ TEST_F(ConfigTest, RefusesInvalidJsonWithItsPosition) {
       << empty.reason;
 }
 
+// Found by tests/fuzz/config_fuzz: a number past double's range threw out of the parser and
+// ended `bulkhead run` in std::terminate instead of a refusal.
+TEST_F(ConfigTest, RefusesANumberPastDoublesRangeAsInvalidJson) {
+  ConfigError node = Refused(Load("{\"lease_ms\": 1e400}"));
+  EXPECT_EQ(node.file, config_file().string());
+  EXPECT_EQ(node.reason, "invalid JSON: number overflow parsing '1e400'");
+
+  ConfigError tier = Refused(Load("{}", "{\"retry_delays_ms\": [5000, -1e999]}"));
+  EXPECT_EQ(tier.file, tier_file().string());
+  EXPECT_EQ(tier.reason, "invalid JSON: number overflow parsing '-1e999'");
+}
+
 TEST_F(ConfigTest, RefusesATopLevelThatIsNotAnObject) {
   const std::vector<std::pair<std::string, std::string>> cases = {{"[]", "an array"},
                                                                   {"5", "a number"},

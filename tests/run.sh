@@ -2,12 +2,13 @@
 # tests/run.sh — the README's test command, and what CI runs (.ci/run).
 #
 # Installs what is missing (./setup.sh), builds, and runs the whole suite three times: the
-# Release build, then AddressSanitizer+UBSan and ThreadSanitizer builds. Every test that touches
+# Release build, then AddressSanitizer+UBSan and ThreadSanitizer builds; then every fuzz target
+# of tests/fuzz/ for 15 s each (clang's libFuzzer, with ASan+UBSan). Every test that touches
 # SQL starts its own throwaway PostgreSQL 15 (tests/support/throwaway_postgres.h); nothing needs
 # to be running beforehand. Exits non-zero if any test in any build fails, after printing every
 # build's ctest summary at the end.
 #
-#   tests/run.sh                          # release + asan + tsan
+#   tests/run.sh                          # release + asan + tsan + fuzz
 #   BULKHEAD_SANITIZERS= tests/run.sh     # release only (quick local loop)
 #   BULKHEAD_SANITIZERS=tsan tests/run.sh # release + tsan
 #   tests/run.sh -R migrator              # extra arguments go to ctest
@@ -15,7 +16,7 @@ set -uo pipefail
 
 cd "$(dirname "$0")/.."
 
-sanitizers=${BULKHEAD_SANITIZERS-asan tsan}
+sanitizers=${BULKHEAD_SANITIZERS-asan tsan fuzz}
 setup_args=()
 for s in $sanitizers; do setup_args+=(--build "$s"); done
 ./setup.sh "${setup_args[@]}" || exit $?
@@ -39,12 +40,18 @@ for build in release $sanitizers; do
     2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || failed=1
-  cases=0
-  for t in "$dir"/bin/*_test; do
-    n=$("$t" --gtest_list_tests 2>/dev/null | grep -c '^  ') && cases=$((cases + n))
-  done
   line=$(grep -E 'tests passed|tests failed' "$log" | tail -n 1)
-  summary+=("$build: ${line:-no ctest summary (exit $rc)} — $cases test cases")
+  if [ "$build" = fuzz ]; then
+    runs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$dir"/Testing/Temporary/LastTest.log \
+      2>/dev/null | awk '{n += $2} END {print n + 0}')
+    summary+=("$build: ${line:-no ctest summary (exit $rc)} — $runs inputs run")
+  else
+    cases=0
+    for t in "$dir"/bin/*_test; do
+      n=$("$t" --gtest_list_tests 2>/dev/null | grep -c '^  ') && cases=$((cases + n))
+    done
+    summary+=("$build: ${line:-no ctest summary (exit $rc)} — $cases test cases")
+  fi
   rm -f "$log"
 done
 

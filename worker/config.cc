@@ -361,6 +361,14 @@ std::variant<json, ConfigError> ParseObject(const std::filesystem::path& path) {
     return ConfigError{
         path.string(), "",
         "invalid JSON: " + (tag_end == std::string::npos ? what : what.substr(tag_end + 2))};
+  } catch (const json::out_of_range& e) {
+    // A number past double's range ("lease_ms": 1e400) is a parse-time error of its own kind;
+    // found by tests/fuzz/config_fuzz, which saw it end `bulkhead run` in std::terminate.
+    std::string what = e.what();
+    size_t tag_end = what.find("] ");
+    return ConfigError{
+        path.string(), "",
+        "invalid JSON: " + (tag_end == std::string::npos ? what : what.substr(tag_end + 2))};
   } catch (const DuplicateKey& duplicate) {
     return ConfigError{path.string(), duplicate.key, "repeated key"};
   }
