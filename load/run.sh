@@ -17,7 +17,7 @@
 #
 # Environment (the scenarios' own knobs, LOAD_PROFILE and LOAD_DEAD_*, are in docs/load.md):
 #   LOAD_SCENARIOS     comma-separated scenarios (dead_channel; also webhook_burst, throughput,
-#                      latency, crash, pg_restart, fleet)
+#                      latency, hostile, crash, pg_restart, fleet)
 #   LOAD_RESULTS_DIR   where results go (load/results)
 #   LOAD_RUN_DIR       the run's files: database, logs, config, tiers (.run/load)
 #   LOAD_TIERS_DIR     tier files to run the node with (tiers)
@@ -35,14 +35,14 @@ bin=${LOAD_BIN_DIR:-build/bin}
 
 for s in ${scenarios//,/ }; do
   case "$s" in
-    dead_channel|webhook_burst|throughput|latency|crash|fleet) ;;
+    dead_channel|webhook_burst|throughput|latency|hostile|crash|fleet) ;;
     pg_restart)
       if [ -n "${DATABASE_URL:-}" ]; then
         echo "load/run.sh: pg_restart restarts the embedded PostgreSQL; unset DATABASE_URL" >&2
         exit 2
       fi ;;
     *) echo "load/run.sh: unknown scenario '$s' in LOAD_SCENARIOS" \
-         "(dead_channel, webhook_burst, throughput, latency, crash, pg_restart, fleet)" >&2
+         "(dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet)" >&2
        exit 2 ;;
   esac
 done

@@ -115,5 +115,49 @@ TEST(CapLedger, DemotesAtMostOnceASecondPerChannel) {
   EXPECT_FALSE(ledger.DemoteChannelDue(2, now));  // nothing in flight: nothing to demote
 }
 
+TEST(CapLedgerFailing, AFailingChannelIsCappedAtOneUntilItSucceeds) {
+  CapLedger ledger({10, 10});
+  auto now = CapLedger::Clock::time_point{} + 1h;
+  ledger.Failed(7, 70, now);
+  EXPECT_TRUE(ledger.failing(7));
+  // Nothing in flight: the claim sees 9 of 10, room for one job.
+  ClaimLimits limits = ledger.Limits();
+  EXPECT_EQ(limits.channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 9}}));
+  // One in flight is its cap: reached, capped, and reported full.
+  EXPECT_TRUE(ledger.Add(7, 70).channel);
+  EXPECT_EQ(ledger.Capped().channels, (std::vector<std::pair<int64_t, int64_t>>{{7, 70}}));
+  EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 10}}));
+  // Its end opens the slot for it again; it stays failing (and tracked) at 0 in flight.
+  EXPECT_TRUE(ledger.Remove(7, 70));
+  EXPECT_TRUE(ledger.failing(7));
+  EXPECT_EQ(ledger.tracked(), 1u);
+  // A quick success gives it the tier's cap back, and it is forgotten at 0 in flight.
+  ledger.Succeeded(7);
+  EXPECT_FALSE(ledger.failing(7));
+  EXPECT_TRUE(ledger.Limits().channels_in_flight.empty());
+  EXPECT_EQ(ledger.tracked(), 0u);
+}
+
+TEST(CapLedgerFailing, AChannelAlreadyPastOneWhenItFailsTakesNoMore) {
+  CapLedger ledger({10, 10});
+  auto now = CapLedger::Clock::time_point{} + 1h;
+  for (int i = 0; i < 4; ++i) ledger.Add(7, 70);
+  ledger.Failed(7, 70, now);
+  EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 13}}));
+  EXPECT_TRUE(ledger.Remove(7, 70));  // 3 left, still over its cap of 1: its slot opened
+  EXPECT_EQ(ledger.Capped().channels.size(), 1u);
+}
+
+TEST(CapLedgerFailing, TheMarkIsForgottenAMinuteAfterTheLastFailure) {
+  CapLedger ledger({10, 10});
+  auto now = CapLedger::Clock::time_point{} + 1h;
+  ledger.Failed(7, 70, now);
+  ledger.Forget(now + 59s);
+  EXPECT_TRUE(ledger.failing(7));
+  ledger.Forget(now + 60s);
+  EXPECT_FALSE(ledger.failing(7));
+  EXPECT_EQ(ledger.tracked(), 0u);
+}
+
 }  // namespace
 }  // namespace bulkhead

@@ -257,12 +257,63 @@ TEST_F(CapsTest, ATenantWithFortyHangingChannelsHoldsHalfTheWorkers) {
   EXPECT_EQ(Count("state = 'available' AND tenant_id = " + std::to_string(many)), 190);
 }
 
+// Two hanging tenants at the caps hold every slot of a 4-worker tier (2 + 2). Their requests
+// give their slots back once stalled (stalled_after_ms), so a healthy tenant still gets through,
+// and the caps still count them: neither hanging channel ever has more than 2 in flight.
+TEST_F(CapsTest, StalledRequestsGiveTheirSlotsBackButStillCountTowardTheCaps) {
+  HttpReceiver receiver(
+      [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; });
+  int64_t dead_a = Channel(Tenant("dead-a"), receiver.Url("/dead-a"));
+  int64_t dead_b = Channel(Tenant("dead-b"), receiver.Url("/dead-b"));
+  int64_t healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
+  Enqueue(dead_a, 50);
+  Enqueue(dead_b, 50);
+  NodeProcess node(Node("node-a"), {{"default", Tier(4, {{"stalled_after_ms", 200}})}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 4 FROM bulkhead.jobs WHERE state = 'executing')"))
+      << node.Log();
+  for (int round = 0; round < 3; ++round) {
+    Enqueue(healthy, 5);
+    ASSERT_TRUE(WaitFor("(SELECT count(*) = " + std::to_string(5 * (round + 1)) +
+                        " FROM bulkhead.jobs WHERE state = 'completed')"))
+        << node.Log();
+    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(dead_a)), 2);
+    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(dead_b)), 2);
+  }
+  EXPECT_EQ(Watch(receiver).Hanging("/dead-a"), 2);
+  EXPECT_EQ(Watch(receiver).Hanging("/dead-b"), 2);
+}
+
+// The control: with the rule off (stalled_after_ms at the request timeout), the same two
+// hanging tenants hold all 4 slots and the healthy tenant's jobs wait behind them.
+TEST_F(CapsTest, WithoutStalledReleaseTwoHangingTenantsHoldEverySlot) {
+  HttpReceiver receiver(
+      [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; });
+  int64_t dead_a = Channel(Tenant("dead-a"), receiver.Url("/dead-a"));
+  int64_t dead_b = Channel(Tenant("dead-b"), receiver.Url("/dead-b"));
+  int64_t healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
+  Enqueue(dead_a, 50);
+  Enqueue(dead_b, 50);
+  NodeProcess node(Node("node-a"), {{"default", Tier(4, {{"stalled_after_ms", 60000}})}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 4 FROM bulkhead.jobs WHERE state = 'executing')"))
+      << node.Log();
+  Enqueue(healthy, 5);
+  // Ten poll intervals: long enough for any free slot to be used.
+  std::this_thread::sleep_for(seconds(2));
+  EXPECT_EQ(Count("state = 'completed'"), 0);
+  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(healthy)), 5);
+}
+
 TEST_F(CapsTest, ABadTierFileOnSighupIsRefusedAndTheOldSettingsStay) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
   int64_t dead = Channel(Tenant("dead"), receiver.Url("/dead"));
   Enqueue(dead, 100);
-  NodeProcess node(Node("node-a"),
-                   {{"default", Tier(4, {{"channel_share", 1}, {"tenant_share", 1}})}});
+  // Stalled release off: a stalled hanging channel's cap would drop to 1 (CapLedger's failing
+  // channels), and this test counts the workers by how many requests hang.
+  const nlohmann::json keep = {
+      {"channel_share", 1}, {"tenant_share", 1}, {"stalled_after_ms", 60000}};
+  NodeProcess node(Node("node-a"), {{"default", Tier(4, keep)}});
   node.Start(conninfo());
   ASSERT_TRUE(receiver.WaitForRequests(4, seconds(30))) << node.Log();
   const auto tier_file = node.config_file().parent_path() / "tiers" / "default.json";
@@ -281,7 +332,7 @@ TEST_F(CapsTest, ABadTierFileOnSighupIsRefusedAndTheOldSettingsStay) {
   EXPECT_EQ(receiver.request_count(), 4u);  // still 4 workers
   EXPECT_EQ(Count("state = 'executing'"), 4);
 
-  nlohmann::json good = Tier(6, {{"channel_share", 1}, {"tenant_share", 1}});
+  nlohmann::json good = Tier(6, keep);
   std::ofstream(tier_file) << good.dump();
   node.Signal(SIGHUP);
   ASSERT_TRUE(receiver.WaitForRequests(6, seconds(10))) << node.Log();

@@ -110,6 +110,7 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(tier.tenant_share, 0.5);
   EXPECT_EQ(tier.failure_threshold, 5);
   EXPECT_EQ(tier.slow_call_ms, 2000);
+  EXPECT_EQ(tier.stalled_after_ms, 500);
   EXPECT_EQ(tier.cooldown_ms, 30000);
   EXPECT_EQ(tier.cooldown_max_ms, 600000);
   EXPECT_EQ(tier.connect_timeout_ms, 3000);
@@ -161,6 +162,7 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
     "tenant_share": 0.25,
     "failure_threshold": 1000,
     "slow_call_ms": 3600000,
+    "stalled_after_ms": 3600000,
     "cooldown_ms": 1000,
     "cooldown_max_ms": 86400000,
     "connect_timeout_ms": 600000,
@@ -175,6 +177,7 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
   EXPECT_EQ(tier.tenant_share, 0.25);
   EXPECT_EQ(tier.failure_threshold, 1000);
   EXPECT_EQ(tier.slow_call_ms, 3600000);
+  EXPECT_EQ(tier.stalled_after_ms, 3600000);
   EXPECT_EQ(tier.cooldown_ms, 1000);
   EXPECT_EQ(tier.cooldown_max_ms, 86400000);
   EXPECT_EQ(tier.connect_timeout_ms, 600000);
@@ -201,6 +204,7 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
     EXPECT_EQ(tier.tenant_share, 0.5);
     EXPECT_EQ(tier.failure_threshold, 5);
     EXPECT_EQ(tier.slow_call_ms, 2000);
+    EXPECT_EQ(tier.stalled_after_ms, 500);
     EXPECT_EQ(tier.cooldown_ms, 30000);
     EXPECT_EQ(tier.cooldown_max_ms, 600000);
     EXPECT_EQ(tier.connect_timeout_ms, 3000);
@@ -214,7 +218,8 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
     for (const auto& [key, value] : file.items()) keys.insert(key);
     EXPECT_EQ(keys, (std::set<std::string>{
                         "workers", "channel_share", "tenant_share", "failure_threshold",
-                        "slow_call_ms", "cooldown_ms", "cooldown_max_ms", "connect_timeout_ms",
+                        "slow_call_ms", "stalled_after_ms", "cooldown_ms", "cooldown_max_ms",
+                        "connect_timeout_ms",
                         "request_timeout_ms", "retry_delays_ms", "retry_jitter"}));
   }
 }
@@ -593,6 +598,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "must be an integer from 1000 to 86400000, not 999"},
         BadValue{R"({"cooldown_ms": 86400001})", "cooldown_ms",
                  "must be an integer from 1000 to 86400000, not 86400001"},
+        BadValue{R"({"stalled_after_ms": 0})", "stalled_after_ms",
+                 "must be an integer from 1 to 3600000, not 0"},
         BadValue{R"({"slow_call_ms": 0})", "slow_call_ms",
                  "must be an integer from 1 to 3600000, not 0"},
         BadValue{R"({"cooldown_max_ms": 999})", "cooldown_max_ms",

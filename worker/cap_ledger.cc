@@ -9,6 +9,8 @@ namespace {
 constexpr auto kDemoteEvery = std::chrono::seconds(1);
 // How long a demoted channel (tenant) with nothing in flight stays in the ledger.
 constexpr auto kRememberDemoted = std::chrono::seconds(10);
+// How long a failing channel with nothing in flight stays in the ledger (and capped at 1).
+constexpr auto kRememberFailing = std::chrono::seconds(60);
 
 int CapOf(int workers, double share) {
   if (share >= 1.0) return workers;
@@ -24,7 +26,8 @@ CapLedger::Caps CapLedger::For(int workers, double channel_share, double tenant_
 
 CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
   Reached reached;
-  reached.channel = ++channels_[channel].n == caps_.channel;
+  Count& c = channels_[channel];
+  reached.channel = ++c.n == ChannelCap(c);
   reached.tenant = ++tenants_[tenant].n == caps_.tenant;
   tenant_of_[channel] = tenant;
   return reached;
@@ -35,10 +38,11 @@ bool CapLedger::Remove(int64_t channel, int64_t tenant) {
   if (auto it = channels_.find(channel); it != channels_.end()) {
     // At its cap, or with a demoted backlog: the channel has more waiting that the caps held
     // back, and this slot is for it.
-    opened |= it->second.n >= caps_.channel || it->second.demoted;
+    opened |= it->second.n >= ChannelCap(it->second) || it->second.demoted;
     // A demoted channel is remembered at 0 in flight too (until Forget), so that its backlog
-    // is refilled and its next completions still wake the runner.
-    if (--it->second.n <= 0 && !it->second.demoted) {
+    // is refilled and its next completions still wake the runner; a failing one, so that its
+    // cap stays 1.
+    if (--it->second.n <= 0 && !it->second.demoted && !it->second.failing) {
       channels_.erase(it);
       tenant_of_.erase(channel);
     }
@@ -50,9 +54,33 @@ bool CapLedger::Remove(int64_t channel, int64_t tenant) {
   return opened;
 }
 
+void CapLedger::Failed(int64_t channel, int64_t tenant, Clock::time_point now) {
+  Count& c = channels_[channel];
+  c.failing = true;
+  c.failed_at = now;
+  tenant_of_[channel] = tenant;
+}
+
+void CapLedger::Succeeded(int64_t channel) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  it->second.failing = false;
+  if (it->second.n <= 0 && !it->second.demoted) {
+    tenant_of_.erase(channel);
+    channels_.erase(it);
+  }
+}
+
+bool CapLedger::failing(int64_t channel) const {
+  auto it = channels_.find(channel);
+  return it != channels_.end() && it->second.failing;
+}
+
 void CapLedger::Forget(Clock::time_point now) {
   for (auto it = channels_.begin(); it != channels_.end();) {
-    if (it->second.n <= 0 && now - it->second.demoted_at >= kRememberDemoted) {
+    Count& c = it->second;
+    if (c.failing && now - c.failed_at >= kRememberFailing) c.failing = false;
+    if (c.n <= 0 && !c.failing && now - c.demoted_at >= kRememberDemoted) {
       tenant_of_.erase(it->first);
       it = channels_.erase(it);
     } else {
@@ -88,7 +116,7 @@ bool CapLedger::DemoteTenantDue(int64_t tenant, Clock::time_point now) {
 CapLedger::AtCap CapLedger::Capped() const {
   AtCap at;
   for (const auto& [id, c] : channels_) {
-    if (c.n < caps_.channel) continue;
+    if (c.n < ChannelCap(c)) continue;
     auto t = tenant_of_.find(id);
     at.channels.emplace_back(id, t == tenant_of_.end() ? 0 : t->second);
   }
@@ -104,8 +132,11 @@ ClaimLimits CapLedger::Limits() const {
   limits.tenant_cap = caps_.tenant;
   limits.channels_in_flight.reserve(channels_.size());
   for (const auto& [id, c] : channels_) {
-    if (c.n > 0) limits.channels_in_flight.emplace_back(id, c.n);
-    if (c.n >= caps_.channel) continue;
+    // The claim knows one channel cap; a failing channel's cap of 1 is passed as a count in
+    // flight that leaves it room for one job at most.
+    int counted = c.failing ? c.n + caps_.channel - 1 : c.n;
+    if (counted > 0) limits.channels_in_flight.emplace_back(id, counted);
+    if (c.n >= ChannelCap(c)) continue;
     bool tenant_demoted = false;
     if (auto t = tenant_of_.find(id); t != tenant_of_.end()) {
       auto tc = tenants_.find(t->second);

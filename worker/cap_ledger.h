@@ -21,6 +21,15 @@
 // sits at its cap keeps refilling and reaching it again, and its new fresh jobs only need
 // moving back once in a while, not on every refill.
 //
+// Failing channels. A channel whose last attempt failed (a timeout, a connection error, a 5xx,
+// a 429) or that has a request stalled (QueueRunner) gets a cap of 1 until an attempt of it
+// succeeds quickly: its cap is for a channel that answers, and a failing one would spend it
+// on requests that hold slots and fail. Without this, each wave of a misbehaving channel's
+// jobs takes up to its full cap of slots before failing again; with several misbehaving at
+// once (the hostile load scenario) those waves starve everyone else until their breakers
+// open. A busy healthy channel with an occasional error drops to 1 only until its next quick
+// success. The mark is forgotten 60 s after the channel's last activity.
+//
 // Not thread-safe: the runner guards it with its own mutex. Time is passed in.
 #pragma once
 
@@ -60,7 +69,14 @@ class CapLedger {
   // the caps held jobs of it back, and a slot opened for them (the runner claims again).
   bool Remove(int64_t channel, int64_t tenant);
 
-  // Drops demoted channels and tenants that have had nothing in flight for 10 s.
+  // An attempt of `channel` failed, or one stalled: its cap is 1 until Succeeded().
+  void Failed(int64_t channel, int64_t tenant, Clock::time_point now);
+  // An attempt of `channel` succeeded quickly: its cap is the tier's again.
+  void Succeeded(int64_t channel);
+  bool failing(int64_t channel) const;
+
+  // Drops demoted channels and tenants that have had nothing in flight for 10 s, and failing
+  // channels idle for 60 s.
   void Forget(Clock::time_point now);
 
   // Channels (with their tenant) and tenants that are at their cap now. While one stays there
@@ -90,8 +106,12 @@ class CapLedger {
     int n = 0;
     Clock::time_point demoted_at{};  // epoch: never
     bool demoted = false;
+    bool failing = false;
+    Clock::time_point failed_at{};
   };
   static bool Due(Count& c, Clock::time_point now);
+  // The channel's cap now: 1 while failing, else the tier's.
+  int ChannelCap(const Count& c) const { return c.failing ? 1 : caps_.channel; }
 
   Caps caps_;
   std::unordered_map<int64_t, Count> channels_;

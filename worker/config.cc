@@ -33,6 +33,7 @@ constexpr IntRule kFailureThreshold{"failure_threshold", 1, 1000};
 constexpr IntRule kCooldown{"cooldown_ms", 1000, 86'400'000};
 constexpr IntRule kCooldownMax{"cooldown_max_ms", 1000, 86'400'000};
 constexpr IntRule kSlowCall{"slow_call_ms", 1, 3'600'000};
+constexpr IntRule kStalledAfter{"stalled_after_ms", 1, 3'600'000};
 constexpr IntRule kConnectTimeout{"connect_timeout_ms", 1, 600'000};
 constexpr IntRule kRequestTimeout{"request_timeout_ms", 1, 3'600'000};
 constexpr IntRule kRetryDelay{"retry_delays_ms", 1, 604'800'000};  // each entry: up to 7 days
@@ -47,11 +48,19 @@ constexpr size_t kMaxNodeNameChars = 200;  // bulkhead.nodes.name's CHECK
 
 constexpr std::string_view kTierNameRule = "^[a-z][a-z0-9_]{0,62}$";
 
-constexpr std::array<std::string_view, 11> kTierKeys = {
-    "workers",           "channel_share",      "tenant_share",
-    "failure_threshold", "slow_call_ms",       "cooldown_ms",
-    "cooldown_max_ms",   "connect_timeout_ms", "request_timeout_ms",
-    "retry_delays_ms",   "retry_jitter",
+constexpr std::array<std::string_view, 12> kTierKeys = {
+    "workers",
+    "channel_share",
+    "tenant_share",
+    "failure_threshold",
+    "slow_call_ms",
+    "stalled_after_ms",
+    "cooldown_ms",
+    "cooldown_max_ms",
+    "connect_timeout_ms",
+    "request_timeout_ms",
+    "retry_delays_ms",
+    "retry_jitter",
 };
 constexpr std::array<std::string_view, 12> kNodeKeys = {
     "database",
@@ -412,6 +421,7 @@ std::variant<TierOptions, ConfigError> ReadTier(const std::filesystem::path& pat
   read.Number("tenant_share", kShareExpectation, &tier.tenant_share);
   read.Int(kFailureThreshold, &tier.failure_threshold);
   read.Int(kSlowCall, &tier.slow_call_ms);
+  read.Int(kStalledAfter, &tier.stalled_after_ms);
   read.Int(kCooldown, &tier.cooldown_ms);
   read.Int(kCooldownMax, &tier.cooldown_max_ms);
   read.Int(kConnectTimeout, &tier.connect_timeout_ms);
@@ -453,6 +463,7 @@ std::optional<ConfigError> TierOptions::Validate() const {
   }
   check.Int(kFailureThreshold, failure_threshold);
   check.Int(kSlowCall, slow_call_ms);
+  check.Int(kStalledAfter, stalled_after_ms);
   check.Int(kCooldown, cooldown_ms);
   check.Int(kCooldownMax, cooldown_max_ms);
   if (cooldown_max_ms < cooldown_ms) {

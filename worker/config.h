@@ -68,6 +68,13 @@ struct TierOptions {
   // answer slower than this under concurrent load need a tier with a higher value.
   int64_t slow_call_ms = 2000;
 
+  // An attempt still in flight after this long gives its worker slot back, so that endpoints
+  // that hang or answer slowly cannot hold every slot of the tier: the request goes on (it
+  // costs a socket, not a thread) and still counts toward its channel's and tenant's caps.
+  // At most 4 × workers requests of the tier are released so at once; past that they keep
+  // their slots. 1..3600000; at or above request_timeout_ms slots are never released.
+  int64_t stalled_after_ms = 500;
+
   // How long an open breaker waits before one probe, in ms. 1000..86400000 (1 s..24 h).
   int64_t cooldown_ms = 30000;
 

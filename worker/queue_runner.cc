@@ -120,6 +120,31 @@ size_t QueueRunner::in_flight() const {
   return in_flight_.size();
 }
 
+size_t QueueRunner::stalled() const {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(stalled_);
+}
+
+std::chrono::steady_clock::time_point QueueRunner::ReleaseStalled(
+    std::chrono::steady_clock::time_point now) {
+  const auto after = std::chrono::milliseconds(tier_.stalled_after_ms);
+  auto next = std::chrono::steady_clock::time_point::max();
+  // At or past the request timeout nothing can stall: the rule is off.
+  if (tier_.stalled_after_ms >= tier_.request_timeout_ms) return next;
+  const int budget = kStalledPerWorker * tier_.workers;
+  for (auto& [id, job] : in_flight_) {
+    if (job.stalled || job.probe) continue;
+    if (job.sent_at + after > now) {
+      next = std::min(next, job.sent_at + after);
+    } else if (stalled_ < budget) {
+      job.stalled = true;
+      ++stalled_;
+      caps_.Failed(job.channel, job.tenant, now);  // its cap is 1 until it answers quickly
+    }
+  }
+  return next;
+}
+
 int QueueRunner::workers() const {
   std::lock_guard lock(mu_);
   return tier_.workers;
@@ -145,7 +170,8 @@ void QueueRunner::Run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     const auto now = std::chrono::steady_clock::now();
-    int free = tier_.workers - static_cast<int>(in_flight_.size());
+    const auto next_stall = ReleaseStalled(now);
+    int free = tier_.workers - Occupied();
     if (now >= next_caps_summary_) {
       lock.unlock();
       LogCapsSummary(now);
@@ -194,9 +220,10 @@ void QueueRunner::Run() {
       cv_.wait_until(lock, std::min({next_poll, next_probe, next_caps_summary_}),
                      [&] { return stop_ || wake_; });
     } else {
-      // Every slot busy: wait for one to free (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, next_caps_summary_,
-                     [&] { return stop_ || static_cast<int>(in_flight_.size()) < tier_.workers; });
+      // Every slot busy: wait for one to free, or for a request to stall and give its slot
+      // back (or stop). A wake-up is remembered meanwhile.
+      cv_.wait_until(lock, std::min(next_caps_summary_, next_stall),
+                     [&] { return stop_ || Occupied() < tier_.workers; });
     }
   }
 }
@@ -377,8 +404,9 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
     // Register before sending, so that the callback always finds its job.
     std::lock_guard lock(mu_);
     for (const auto& job : jobs) {
-      in_flight_.emplace(job.id, InFlight{job.attempt, job.channel_id, job.tenant_id, job.probe,
-                                          job.attempt >= job.max_attempts});
+      in_flight_.emplace(
+          job.id, InFlight{job.attempt, job.channel_id, job.tenant_id, job.probe,
+                           job.attempt >= job.max_attempts, std::chrono::steady_clock::now()});
       CapLedger::Reached r = caps_.Add(job.channel_id, job.tenant_id);
       if (r.channel) reached.channels.emplace_back(job.channel_id, job.tenant_id);
       if (r.tenant) reached.tenants.push_back(job.tenant_id);
@@ -476,6 +504,16 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     std::lock_guard lock(mu_);
     // A cancelled request stays registered: HandBackInFlight() gives it back.
     if (outcome.error != HttpError::kCancelled) {
+      // Its stalled mark is read here, not from the copy above: the runner may have set it since.
+      auto it = in_flight_.find(job_id);
+      if (it != in_flight_.end() && it->second.stalled) --stalled_;
+      // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
+      if (ClassifyForBreaker(outcome) == BreakerSignal::kFailure) {
+        caps_.Failed(job.channel, job.tenant, std::chrono::steady_clock::now());
+      } else if (outcome.delivered() &&
+                 outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
+        caps_.Succeeded(job.channel);
+      }
       in_flight_.erase(job_id);
       // A capped channel or tenant has room again: its next jobs may be claimed.
       if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
@@ -493,6 +531,7 @@ int QueueRunner::HandBackInFlight() {
       caps_.Remove(job.channel, job.tenant);
     }
     in_flight_.clear();
+    stalled_ = 0;
   }
   if (jobs.empty()) return 0;
   try {

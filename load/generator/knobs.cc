@@ -84,6 +84,24 @@ std::optional<LatencyKnobs> LatencyKnobsFrom(const KnobLookup& lookup, std::stri
   return k;
 }
 
+std::optional<HostileKnobs> HostileKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  HostileKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") {
+    k.conversations = 10;
+    k.duration_s = 30;
+    k.backlog = 300;
+  }
+  if (!Read(lookup, "LOAD_HOSTILE_CONVERSATIONS", 1, 10000, k.conversations, error) ||
+      !Read(lookup, "LOAD_HOSTILE_RATE", 0.01, 1000.0, k.rate, error) ||
+      !Read(lookup, "LOAD_HOSTILE_DURATION_S", 1, 3600, k.duration_s, error) ||
+      !Read(lookup, "LOAD_HOSTILE_BACKLOG", 0, 1'000'000, k.backlog, error) ||
+      !Read(lookup, "LOAD_DRAIN_TIMEOUT_S", 1, 3600, k.drain_timeout_s, error)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
 std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& error) {
   BurstKnobs k;
   if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;

@@ -79,6 +79,24 @@ struct BurstKnobs {
 };
 std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& error);
 
+// hostile: the healthy tenant of dead_channel alone (baseline), then beside six misbehaving
+// tenants at once (hostile), each with a backlog started with the phase, on the default tier:
+// an endpoint answering 500 at once, one answering after 5 s, one refusing connections, one
+// answering 429 with Retry-After, one with a 16 MiB body, one dripping its body a byte a second.
+//   LOAD_HOSTILE_CONVERSATIONS, LOAD_HOSTILE_RATE, LOAD_HOSTILE_DURATION_S   the healthy
+//                            tenant's traffic, as dead_channel's (50, 1, 90; smoke 10, 1, 30)
+//   LOAD_HOSTILE_BACKLOG     deliveries to each misbehaving channel (2000; smoke 300)
+//   LOAD_DRAIN_TIMEOUT_S     as dead_channel's (30)
+struct HostileKnobs {
+  std::string profile = "full";
+  int conversations = 50;
+  double rate = 1;
+  int duration_s = 90;
+  int backlog = 2000;
+  int drain_timeout_s = 30;
+};
+std::optional<HostileKnobs> HostileKnobsFrom(const KnobLookup& lookup, std::string& error);
+
 // The fleet scenarios (fleet_scenarios.h). Each drains a burst to /hook/healthy (20–30 ms per
 // answer, so many requests are in flight at any moment) or /hook/fast over several channels on
 // the default tier, with `nodes` nodes in all: load/run.sh's node and nodes - 1 of its own.

@@ -11,8 +11,8 @@
 //   dead_channel  design §5 / seed 003: a healthy tenant's latency with and without another
 //                 tenant's dead endpoint (load/generator/dead_channel.h). Knobs: LOAD_PROFILE,
 //                 LOAD_DEAD_* (load/generator/knobs.h).
-//   webhook_burst, throughput, latency   load/generator/scenarios.h; knobs LOAD_BURST_*,
-//                 LOAD_THROUGHPUT_*, LOAD_LATENCY_* (knobs.h).
+//   webhook_burst, throughput, latency, hostile   load/generator/scenarios.h; knobs
+//                 LOAD_BURST_*, LOAD_THROUGHPUT_*, LOAD_LATENCY_*, LOAD_HOSTILE_* (knobs.h).
 //   crash, pg_restart, fleet   load/generator/fleet_scenarios.h: they start nodes of their own
 //                 (--bulkhead, --node-config, --run-dir) and pg_restart restarts the database
 //                 (--pg-restart); knobs LOAD_CRASH_*, LOAD_PG_RESTART_*, LOAD_FLEET_*.
@@ -57,6 +57,9 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
   webhook_burst  a burst on one busy channel drained while other tenants send
   throughput     drain a burst to /hook/fast over several channels: deliveries/s, node CPU
   latency        pick-up latency (COMMIT -> request) at a steady low rate
+  hostile        dead_channel's healthy tenant beside six misbehaving tenants at once (500,
+                 5 s answers, refused, 429 + Retry-After, 16 MiB body, dripping body); gate:
+                 dead_channel's p95 gate, healthy exactly once, no misbehaving job missing
   crash          3 nodes drain a burst, one is killed with SIGKILL: nothing lost, repeats only
                  of jobs it held, the rescue time
   pg_restart     PostgreSQL restarts mid-burst: nothing lost, every node carries on
@@ -180,7 +183,7 @@ int main(int argc, char** argv) {
   context.fleet.run_dir = run_dir;
   context.fleet.database = context.database;
   const std::string kScenarios =
-      "dead_channel, webhook_burst, throughput, latency, crash, pg_restart, fleet";
+      "dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet";
   if (scenario.empty()) return Usage("missing scenario (" + kScenarios + ")");
   if (context.database.empty()) return Usage("--database is required");
   if (context.mock_url.empty()) return Usage("--mock is required");
@@ -208,6 +211,10 @@ int main(int argc, char** argv) {
   } else if (scenario == "webhook_burst") {
     if (auto k = bulkhead::load::BurstKnobsFrom(lookup, error)) {
       run = [&context, k = *k] { return bulkhead::load::RunWebhookBurst(context, k); };
+    }
+  } else if (scenario == "hostile") {
+    if (auto k = bulkhead::load::HostileKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunHostile(context, k); };
     }
   } else if (scenario == "crash") {
     if (auto k = bulkhead::load::CrashKnobsFrom(lookup, error)) {

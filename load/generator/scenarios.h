@@ -14,6 +14,11 @@
 //   webhook_burst  a burst on one busy channel, created by `concurrency` connections, drained
 //                  while `tenants` other tenants send: the burst's drain time and rate (bounded
 //                  by the per-node channel cap, issue 5) and the other tenants' latency.
+//   hostile        dead_channel's healthy tenant alone, then beside six misbehaving tenants
+//                  at once (500s, 5 s answers, refused connections, 429 with Retry-After, a
+//                  16 MiB body, a dripping body), each with a backlog: passes when the healthy
+//                  p95 holds dead_channel's gate, every healthy message arrived exactly once
+//                  and every misbehaving tenant's job is still in the table.
 #pragma once
 
 #include "dead_channel.h"
@@ -24,5 +29,6 @@ namespace bulkhead::load {
 int RunThroughput(const ScenarioContext& context, const ThroughputKnobs& knobs);
 int RunLatency(const ScenarioContext& context, const LatencyKnobs& knobs);
 int RunWebhookBurst(const ScenarioContext& context, const BurstKnobs& knobs);
+int RunHostile(const ScenarioContext& context, const HostileKnobs& knobs);
 
 }  // namespace bulkhead::load
