@@ -82,7 +82,7 @@ std::optional<BurstKnobs> BurstKnobsFrom(const KnobLookup& lookup, std::string& 
 // hostile: the healthy tenant of dead_channel alone (baseline), then beside six misbehaving
 // tenants at once (hostile), each with a backlog started with the phase, on the default tier:
 // an endpoint answering 500 at once, one answering after 5 s, one refusing connections, one
-// answering 429 with Retry-After, one with a 16 MiB body, one dripping its body a byte a second.
+// answering 429 with Retry-After, one with a 1 MiB body, one dripping its body a byte a second.
 //   LOAD_HOSTILE_CONVERSATIONS, LOAD_HOSTILE_RATE, LOAD_HOSTILE_DURATION_S   the healthy
 //                            tenant's traffic, as dead_channel's (50, 1, 90; smoke 10, 1, 30)
 //   LOAD_HOSTILE_BACKLOG     deliveries to each misbehaving channel (2000; smoke 300)

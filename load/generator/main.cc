@@ -58,7 +58,7 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
   throughput     drain a burst to /hook/fast over several channels: deliveries/s, node CPU
   latency        pick-up latency (COMMIT -> request) at a steady low rate
   hostile        dead_channel's healthy tenant beside six misbehaving tenants at once (500,
-                 5 s answers, refused, 429 + Retry-After, 16 MiB body, dripping body); gate:
+                 5 s answers, refused, 429 + Retry-After, 1 MiB body, dripping body); gate:
                  dead_channel's p95 gate, healthy exactly once, no misbehaving job missing
   crash          3 nodes drain a burst, one is killed with SIGKILL: nothing lost, repeats only
                  of jobs it held, the rescue time

@@ -16,7 +16,7 @@
 //                  by the per-node channel cap, issue 5) and the other tenants' latency.
 //   hostile        dead_channel's healthy tenant alone, then beside six misbehaving tenants
 //                  at once (500s, 5 s answers, refused connections, 429 with Retry-After, a
-//                  16 MiB body, a dripping body), each with a backlog: passes when the healthy
+//                  1 MiB body, a dripping body), each with a backlog: passes when the healthy
 //                  p95 holds dead_channel's gate, every healthy message arrived exactly once
 //                  and every misbehaving tenant's job is still in the table.
 #pragma once
