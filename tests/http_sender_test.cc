@@ -256,6 +256,70 @@ TEST(HttpSender, A302IsReportedAndNotFollowed) {
   EXPECT_EQ(received[0].path, "/redirect");
 }
 
+TEST(HttpSender, KeepsTheRetryAfterOfTheAnswerTrimmed) {
+  HttpReceiver receiver([](const ReceivedRequest& request) {
+    Reply reply;
+    reply.status = 429;
+    if (request.path == "/date") {
+      reply.headers = {{"Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT"}};
+    } else if (request.path == "/seconds") {
+      reply.headers = {{"retry-after", " \t 120 \t"}};
+    }
+    return reply;
+  });
+  HttpSender sender;
+
+  HttpOutcome seconds = SendAndWait(sender, Post(receiver.Url("/seconds")));
+  HttpOutcome date = SendAndWait(sender, Post(receiver.Url("/date")));
+  HttpOutcome none = SendAndWait(sender, Post(receiver.Url("/none")));
+
+  EXPECT_EQ(seconds.status, 429);
+  EXPECT_EQ(seconds.retry_after, "120");
+  EXPECT_EQ(date.retry_after, "Sun, 06 Nov 1994 08:49:37 GMT");
+  EXPECT_EQ(none.status, 429);
+  EXPECT_EQ(none.retry_after, "");  // and not left over from the request before on the handle
+}
+
+TEST(HttpSender, ARetryAfterLongerThanTheCapIsDropped) {
+  HttpReceiver receiver([](const ReceivedRequest&) {
+    Reply reply;
+    reply.status = 503;
+    reply.headers = {{"Retry-After", std::string(kMaxRetryAfterBytes + 1, '9')}};
+    return reply;
+  });
+  HttpSender sender;
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/long")));
+
+  EXPECT_EQ(outcome.status, 503);
+  EXPECT_EQ(outcome.retry_after, "");
+}
+
+TEST(HttpSender, AHeaderFloodCostsNoMemoryAndATooLargeOneFails) {
+  // 200 headers of 1 KiB: within curl's limits; only Retry-After is kept.
+  // 2,000 of them (2 MiB): past curl's 300 KiB limit on one response's headers: a failure.
+  HttpReceiver receiver([](const ReceivedRequest& request) {
+    Reply reply;
+    reply.status = 429;
+    int n = request.path == "/flood" ? 200 : 2000;
+    for (int i = 0; i < n; ++i) {
+      reply.headers.emplace_back("x-junk-" + std::to_string(i), std::string(1024, 'j'));
+    }
+    reply.headers.emplace_back("Retry-After", "7");
+    return reply;
+  });
+  HttpSender sender;
+
+  HttpOutcome flood = SendAndWait(sender, Post(receiver.Url("/flood")));
+  HttpOutcome huge = SendAndWait(sender, Post(receiver.Url("/huge-flood")));
+
+  EXPECT_EQ(flood.error, HttpError::kNone);
+  EXPECT_EQ(flood.status, 429);
+  EXPECT_EQ(flood.retry_after, "7");
+  EXPECT_NE(huge.error, HttpError::kNone) << huge.error_text;
+  EXPECT_FALSE(huge.delivered());
+}
+
 TEST(HttpSender, ConnectionRefusedIsAConnectError) {
   HttpSender sender;
   int port = UnusedPort();

@@ -94,6 +94,7 @@ struct HttpSender::Transfer {
   size_t body_limit = 0;
   size_t body_bytes = 0;
   bool body_truncated = false;
+  std::string retry_after;  // the last response's, at most kMaxRetryAfterBytes
 
   std::chrono::microseconds Elapsed() const {
     return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
@@ -111,6 +112,33 @@ struct HttpSender::Transfer {
       return CURL_WRITEFUNC_ERROR;
     }
     self->body_bytes += bytes;
+    return bytes;
+  }
+
+  // CURLOPT_HEADERFUNCTION: one header line at a time (status lines included, of interim and
+  // final responses alike). Keeps only the final response's Retry-After, bounded.
+  static size_t OnHeader(char* data, size_t size, size_t count, void* user) {
+    auto* self = static_cast<Transfer*>(user);
+    const size_t bytes = size * count;
+    std::string_view line(data, bytes);
+    if (line.starts_with("HTTP/")) {
+      self->retry_after.clear();  // a new response begins (after a 1xx): forget the last one's
+      return bytes;
+    }
+    constexpr std::string_view kName = "retry-after:";
+    if (line.size() < kName.size() || !EqualsIgnoreCase(line.substr(0, kName.size()), kName)) {
+      return bytes;
+    }
+    std::string_view value = line.substr(kName.size());
+    while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' ' ||
+                              value.back() == '\t')) {
+      value.remove_suffix(1);
+    }
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+      value.remove_prefix(1);
+    }
+    if (value.size() > kMaxRetryAfterBytes) value = {};
+    self->retry_after.assign(value);  // never more than kMaxRetryAfterBytes: no growth
     return bytes;
   }
 
@@ -186,6 +214,8 @@ struct HttpSender::Transfer {
                          static_cast<long>(request.request_timeout.count())));
     set(curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::OnBody));
     set(curl_easy_setopt(e, CURLOPT_WRITEDATA, this));
+    set(curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader));
+    set(curl_easy_setopt(e, CURLOPT_HEADERDATA, this));
     return rc;
   }
 
@@ -198,6 +228,7 @@ struct HttpSender::Transfer {
     outcome.duration = Elapsed();
     outcome.body_bytes = body_bytes;
     outcome.body_truncated = body_truncated;
+    outcome.retry_after = retry_after;
     if (code == CURLE_WRITE_ERROR && body_truncated) code = CURLE_OK;  // our own stop
     outcome.error = MapCurlError(code);
     if (outcome.error != HttpError::kNone) {

@@ -34,6 +34,9 @@
 //   thread per lookup of a name not in the 60 s DNS cache; none for an IP literal).
 // - The response body is counted, not kept, and read only up to max_response_bytes: a huge
 //   body costs the receiver's bandwidth, not our memory, and the connection is then closed.
+// - Response headers are read by curl (each at most CURL_MAX_HTTP_HEADER, 100 KiB, and all of
+//   one response at most 300 KiB in curl >= 7.83, else the transfer fails) and dropped, but
+//   for Retry-After, kept up to kMaxRetryAfterBytes: a header flood costs no memory of ours.
 #pragma once
 
 #include <curl/curl.h>
@@ -90,10 +93,17 @@ struct HttpOutcome {
   std::chrono::microseconds duration{0};  // from the start of the transfer to its end
   size_t body_bytes = 0;                  // response body bytes read, at most the cap
   bool body_truncated = false;  // the body went past max_response_bytes; the rest was not read
+  // The final response's Retry-After header value, as sent (surrounding spaces trimmed); empty
+  // when there was none. A value longer than kMaxRetryAfterBytes is kept as "" too: no valid
+  // one is that long, and the cap keeps a header flood from costing memory.
+  std::string retry_after;
 
   // A complete 2xx response. A body cut at the cap still counts: the status had arrived.
   bool delivered() const { return error == HttpError::kNone && status >= 200 && status < 300; }
 };
+
+// The longest Retry-After value kept: an IMF-fixdate is 29 bytes, delta-seconds a few.
+inline constexpr size_t kMaxRetryAfterBytes = 64;
 
 class HttpSender {
  public:
