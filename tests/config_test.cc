@@ -117,6 +117,7 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(tier.request_timeout_ms, 10000);
   EXPECT_EQ(tier.retry_delays_ms, kDefaultDelays);
   EXPECT_EQ(tier.retry_jitter, 0.1);
+  EXPECT_EQ(tier.retry_after_max_ms, 3600000);
 }
 
 TEST_F(ConfigTest, DefaultNodeNameIsTheHostNameAndPid) {
@@ -211,16 +212,17 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
     EXPECT_EQ(tier.request_timeout_ms, 10000);
     EXPECT_EQ(tier.retry_delays_ms, kDefaultDelays);
     EXPECT_EQ(tier.retry_jitter, 0.1);
+    EXPECT_EQ(tier.retry_after_max_ms, 3600000);
 
     std::ifstream in(dir / (tier.name + ".json"));
     std::set<std::string> keys;
     const nlohmann::json file = nlohmann::json::parse(in);
     for (const auto& [key, value] : file.items()) keys.insert(key);
-    EXPECT_EQ(keys, (std::set<std::string>{
-                        "workers", "channel_share", "tenant_share", "failure_threshold",
-                        "slow_call_ms", "stalled_after_ms", "cooldown_ms", "cooldown_max_ms",
-                        "connect_timeout_ms",
-                        "request_timeout_ms", "retry_delays_ms", "retry_jitter"}));
+    EXPECT_EQ(keys,
+              (std::set<std::string>{
+                  "workers", "channel_share", "tenant_share", "failure_threshold", "slow_call_ms",
+                  "stalled_after_ms", "cooldown_ms", "cooldown_max_ms", "connect_timeout_ms",
+                  "request_timeout_ms", "retry_delays_ms", "retry_jitter", "retry_after_max_ms"}));
   }
 }
 
@@ -574,7 +576,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{R"({"retry_delays_ms": [5000, "5m"]})", "retry_delays_ms[1]",
                  R"(must be an integer from 1 to 604800000, not "5m")"},
         BadValue{R"({"retry_jitter": "10%"})", "retry_jitter",
-                 R"(must be a number from 0 to 1, not "10%")"}));
+                 R"(must be a number from 0 to 1, not "10%")"},
+        BadValue{R"({"retry_after_max_ms": "1h"})", "retry_after_max_ms",
+                 R"(must be an integer from 0 to 604800000, not "1h")"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Ranges, BadTierValue,
@@ -635,7 +639,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{R"({"retry_jitter": -0.1})", "retry_jitter",
                  "must be a number from 0 to 1, not -0.1"},
         BadValue{R"({"retry_jitter": 1.5})", "retry_jitter",
-                 "must be a number from 0 to 1, not 1.5"}));
+                 "must be a number from 0 to 1, not 1.5"},
+        BadValue{R"({"retry_after_max_ms": -1})", "retry_after_max_ms",
+                 "must be an integer from 0 to 604800000, not -1"},
+        BadValue{R"({"retry_after_max_ms": 604800001})", "retry_after_max_ms",
+                 "must be an integer from 0 to 604800000, not 604800001"}));
 
 // ---- The structs on their own ---------------------------------------------------------------
 

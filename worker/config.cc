@@ -38,6 +38,7 @@ constexpr IntRule kConnectTimeout{"connect_timeout_ms", 1, 600'000};
 constexpr IntRule kRequestTimeout{"request_timeout_ms", 1, 3'600'000};
 constexpr IntRule kRetryDelay{"retry_delays_ms", 1, 604'800'000};  // each entry: up to 7 days
 constexpr size_t kMaxRetryDelays = 100;
+constexpr IntRule kRetryAfterMax{"retry_after_max_ms", 0, 604'800'000};  // up to 7 days
 constexpr IntRule kShutdownGrace{"shutdown_grace_ms", 0, 600'000};
 constexpr IntRule kPollInterval{"poll_interval_ms", 10, 60'000};
 constexpr IntRule kCompletionBatch{"completion_batch_size", 1, 10000};
@@ -48,7 +49,7 @@ constexpr size_t kMaxNodeNameChars = 200;  // bulkhead.nodes.name's CHECK
 
 constexpr std::string_view kTierNameRule = "^[a-z][a-z0-9_]{0,62}$";
 
-constexpr std::array<std::string_view, 12> kTierKeys = {
+constexpr std::array<std::string_view, 13> kTierKeys = {
     "workers",
     "channel_share",
     "tenant_share",
@@ -61,6 +62,7 @@ constexpr std::array<std::string_view, 12> kTierKeys = {
     "request_timeout_ms",
     "retry_delays_ms",
     "retry_jitter",
+    "retry_after_max_ms",
 };
 constexpr std::array<std::string_view, 12> kNodeKeys = {
     "database",
@@ -428,6 +430,7 @@ std::variant<TierOptions, ConfigError> ReadTier(const std::filesystem::path& pat
   read.Int(kRequestTimeout, &tier.request_timeout_ms);
   read.Ints("retry_delays_ms", kDelaysExpectation, kRetryDelay, &tier.retry_delays_ms);
   read.Number("retry_jitter", kJitterExpectation, &tier.retry_jitter);
+  read.Int(kRetryAfterMax, &tier.retry_after_max_ms);
   if (auto error = std::move(read).Result()) return InFile(*error, path);
   if (auto error = tier.Validate()) return InFile(*error, path);
   return tier;
@@ -492,6 +495,7 @@ std::optional<ConfigError> TierOptions::Validate() const {
   if (!(retry_jitter >= 0.0 && retry_jitter <= 1.0)) {
     check.Fail(Refusal("retry_jitter", kJitterExpectation, Shown(retry_jitter)));
   }
+  check.Int(kRetryAfterMax, retry_after_max_ms);
   return std::move(check).Result();
 }
 

@@ -94,6 +94,13 @@ struct TierOptions {
   // Each retry delay is spread uniformly over ±this share of it. 0..1.
   double retry_jitter = kDefaultRetryJitter;  // 0.1
 
+  // The longest wait a 429 or 503 answer's Retry-After may impose, in ms: the job's next
+  // attempt waits max(its retry delay, min(Retry-After, this)), and its channel's waiting jobs
+  // are pushed to no earlier than that. 0..604800000 (7 days); 0 ignores Retry-After. Default
+  // 1 h: long enough for a provider's hourly rate-limit window, short enough that an endpoint
+  // cannot stall a channel for days by asking.
+  int64_t retry_after_max_ms = 3'600'000;
+
   // The first bad field, with an empty ConfigError::file; std::nullopt when all are good.
   std::optional<ConfigError> Validate() const;
 };

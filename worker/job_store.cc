@@ -168,6 +168,66 @@ UPDATE bulkhead.jobs
    AND state = 'available' AND priority = 1
 )sql";
 
+// snooze_channel: an endpoint answered 429 or 503 with a Retry-After: the channel's waiting
+// jobs (available, due or not yet) move to no earlier than now() + the delay, in one statement
+// over jobs_channel_available. Lengthening only: a job already due later keeps its time (the
+// WHERE skips it, so it is not even rewritten). Parked jobs are left alone: they wait for a
+// breaker or an operator, which decide when they go. The runner runs it at most once a second
+// per channel (QueueRunner), so a busy throttled channel costs one statement a second.
+constexpr const char* kSnoozeChannelSql = R"sql(
+UPDATE bulkhead.jobs
+   SET scheduled_at = now() + $2 * interval '1 millisecond'
+ WHERE channel_id = $1 AND state = 'available'
+   AND scheduled_at < now() + $2 * interval '1 millisecond'
+)sql";
+
+// disable_gone: an endpoint answered 410 Gone: the channel is disabled (enqueue refuses it
+// from now on, SQLSTATE 55000 with the reason) and paused, exactly as `bulkhead channel
+// disable` does, and in the same statement its waiting backlog is parked and so is the job
+// that got the 410 (fenced like record: still executing, ours, at this attempt), with the
+// attempt logged but not spent (attempt - 1, as a hand-back): a 410 says the endpoint is gone,
+// not that this delivery failed, so its fate is the operator's — `channel enable` and `channel
+// resume` send the backlog again with its whole budget, `bulkhead cancel` ends it. Running it
+// again (another job of the channel got its 410 meanwhile) keeps the first reason and parks
+// that job too. Returns whether this call disabled the channel, and the jobs parked.
+constexpr const char* kDisableGoneSql = R"sql(
+WITH before AS (
+  SELECT id, enabled FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
+), disabled AS (
+  UPDATE bulkhead.channels AS ch
+     SET enabled = false, paused = true,
+         disabled_reason = CASE WHEN before.enabled
+                                THEN 'the endpoint answered 410 Gone at '
+                                     || to_char(now() AT TIME ZONE 'UTC',
+                                                'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                                     || ' (job ' || $2 || ')'
+                                ELSE ch.disabled_reason END
+    FROM before WHERE ch.id = before.id
+  RETURNING ch.id
+), answered AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3, attempt = j.attempt - 1, last_error = $5,
+         attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
+                         ELSE j.attempts END
+                    || jsonb_build_array(jsonb_build_object(
+                         'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
+                         'duration_ms', round($6::numeric, 1), 'status', 410, 'error', $5))
+    FROM before
+   WHERE j.id = $2 AND j.channel_id = before.id AND j.state = 'executing'
+     AND j.attempted_by = $4 AND j.attempt = $3
+  RETURNING 1
+), parked AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3
+    FROM disabled
+   WHERE j.channel_id = disabled.id AND j.state = 'available'
+  RETURNING 1
+)
+SELECT before.enabled, (SELECT count(*) FROM parked) + (SELECT count(*) FROM answered),
+       (SELECT count(pg_notify('bulkhead_breakers', id || ' paused')) FROM disabled)
+  FROM before
+)sql";
+
 // record: one statement for a whole batch of results.
 //
 // The WHERE is the fence: a node finishes a job only while it is still `executing`, claimed by
@@ -1012,6 +1072,8 @@ JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("record", kRecordSql);
   conn_.prepare("demote_channel", kDemoteChannelSql);
   conn_.prepare("demote_tenant", kDemoteTenantSql);
+  conn_.prepare("snooze_channel", kSnoozeChannelSql);
+  conn_.prepare("disable_gone", kDisableGoneSql);
   conn_.prepare("hand_back", kHandBackSql);
   conn_.prepare("register_tiers", kRegisterTiersSql);
   conn_.prepare("lead", kLeadSql);
@@ -1104,6 +1166,22 @@ int JobStore::DemoteChannel(int64_t channel) {
   int demoted = Written(tx.exec_prepared("demote_channel", channel));
   tx.commit();
   return demoted;
+}
+
+int JobStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {
+  pqxx::work tx(conn_, "snooze_channel");
+  int snoozed = Written(tx.exec_prepared("snooze_channel", channel, delay_ms));
+  tx.commit();
+  return snoozed;
+}
+
+JobStore::Gone JobStore::DisableGone(const GoneAnswer& answer, const std::string& node) {
+  pqxx::work tx(conn_, "disable_gone");
+  pqxx::result rows = tx.exec_prepared("disable_gone", answer.channel, answer.job, answer.attempt,
+                                       node, answer.error, answer.duration_ms);
+  tx.commit();
+  if (rows.empty()) return {};
+  return {rows[0][0].as<bool>(), rows[0][1].as<int64_t>()};
 }
 
 int JobStore::DemoteTenant(int64_t tenant) {

@@ -80,6 +80,29 @@ class JobStore {
   int DemoteChannel(int64_t channel);
   int DemoteTenant(int64_t tenant);
 
+  // Pushes the channel's available jobs to no earlier than now() + delay_ms (a Retry-After);
+  // never earlier than they were. Returns the jobs moved.
+  int SnoozeChannel(int64_t channel, int64_t delay_ms);
+
+  // An attempt that got 410 Gone: its job, and the channel to disable.
+  struct GoneAnswer {
+    int64_t channel = 0;
+    int64_t job = 0;
+    int attempt = 0;
+    std::string error;  // the job's last_error and attempt log entry
+    double duration_ms = 0;
+  };
+  // disabled: this call disabled the channel (it was enabled); jobs: the jobs it parked, the
+  // answering one included.
+  struct Gone {
+    bool disabled = false;
+    int64_t jobs = 0;
+  };
+  // Disables and pauses the channel (disabled_reason: "the endpoint answered 410 Gone at
+  // <UTC time> (job <id>)"), parks its waiting backlog and the answering job (its attempt not
+  // spent, if `node` still owns it at that attempt), in one statement.
+  Gone DisableGone(const GoneAnswer& answer, const std::string& node);
+
   // Writes a batch of results for jobs `node` still owns at the given attempt: completes the
   // delivered, reschedules the failed, discards those out of attempts. Stale results (the job
   // was handed back, rescued or claimed again) change nothing. Returns the rows written.

@@ -133,6 +133,18 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                      "Jobs this node parked: found behind a breaker at claim, or parked when "
                      "this node opened a breaker")
                  .Register(r);
+  snoozed_ = &BuildCounter()
+                  .Name("bulkhead_snoozed_total")
+                  .Help(
+                      "Jobs whose next attempt a 429 or 503 with Retry-After pushed later: the "
+                      "answering job and its channel's waiting jobs")
+                  .Register(r);
+  channels_gone_ = &BuildCounter()
+                        .Name("bulkhead_channels_gone_total")
+                        .Help(
+                            "Channels this node disabled because their endpoint answered 410 "
+                            "Gone")
+                        .Register(r);
   transitions_ = &BuildCounter()
                       .Name("bulkhead_breaker_transitions_total")
                       .Help("Breaker transitions this node made, by the state entered")
@@ -249,6 +261,8 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
   t.capped_channel = &capped_->Add({{"tier", tier}, {"reason", "channel"}});
   t.capped_tenant = &capped_->Add({{"tier", tier}, {"reason", "tenant"}});
   t.parked = &parked_->Add({{"tier", tier}});
+  t.snoozed = &snoozed_->Add({{"tier", tier}});
+  t.channels_gone = &channels_gone_->Add({{"tier", tier}});
   t.transitions_open = &transitions_->Add({{"tier", tier}, {"to", "open"}});
   t.transitions_half_open = &transitions_->Add({{"tier", tier}, {"to", "half_open"}});
   t.transitions_closed = &transitions_->Add({{"tier", tier}, {"to", "closed"}});

@@ -73,6 +73,8 @@ class Metrics {
     prometheus::Counter* capped_channel = nullptr;
     prometheus::Counter* capped_tenant = nullptr;
     prometheus::Counter* parked = nullptr;
+    prometheus::Counter* snoozed = nullptr;        // jobs a Retry-After pushed later
+    prometheus::Counter* channels_gone = nullptr;  // channels disabled by a 410
     prometheus::Counter* transitions_open = nullptr;
     prometheus::Counter* transitions_half_open = nullptr;
     prometheus::Counter* transitions_closed = nullptr;
@@ -123,6 +125,8 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* claim_duration_;
   prometheus::Family<prometheus::Counter>* capped_;
   prometheus::Family<prometheus::Counter>* parked_;
+  prometheus::Family<prometheus::Counter>* snoozed_;
+  prometheus::Family<prometheus::Counter>* channels_gone_;
   prometheus::Family<prometheus::Counter>* transitions_;
   prometheus::Family<prometheus::Gauge>* inflight_;
   prometheus::Family<prometheus::Gauge>* workers_;

@@ -5,6 +5,7 @@
 
 #include "logger.h"
 #include "reconnect_backoff.h"
+#include "retry_after.h"
 #include "version.h"
 #include "webhook_signature.h"
 
@@ -42,6 +43,12 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
+// A channel's waiting jobs are snoozed (Retry-After) at most this often: a throttled channel
+// answering 429 to every request in flight costs one statement a second, not one per answer.
+constexpr auto kSnoozeEvery = std::chrono::seconds(1);
+// A 410's disable that fails this many times (the database is down) is given up: the
+// attempt is written as an ordinary failure instead, so the job is not left executing.
+constexpr int kGoneTries = 5;
 // Repeated events (caps reached, demotions) are logged as one summary at most kSummaryEvery
 // (logger.h) apart.
 
@@ -73,6 +80,11 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       discarded_log_(LogLevel::kWarn, "deliveries_discarded",
                      {{"tier", options_.tier.name},
                       {"detail", "jobs whose last attempt failed: discarded, not retried"}}),
+      snoozed_log_(LogLevel::kInfo, "deliveries_snoozed",
+                   {{"tier", options_.tier.name},
+                    {"detail",
+                     "jobs pushed later by a 429 or 503 Retry-After: answering jobs and their "
+                     "channels' waiting jobs"}}),
       thread_([this] { Run(); }) {}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
@@ -178,6 +190,12 @@ void QueueRunner::Run() {
       lock.lock();
       continue;
     }
+    if (now >= answers_due_) {
+      lock.unlock();
+      ApplyAnswers(now);
+      lock.lock();
+      continue;
+    }
     if (free > 0 && now >= next_probe) {
       next_probe = now + kProbeEvery;
       lock.unlock();
@@ -217,14 +235,102 @@ void QueueRunner::Run() {
     if (free > 0) {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
       // channel's slot, the poll, or stop.
-      cv_.wait_until(lock, std::min({next_poll, next_probe, next_caps_summary_}),
-                     [&] { return stop_ || wake_; });
+      cv_.wait_until(
+          lock, std::min({next_poll, next_probe, next_caps_summary_, answers_due_}),
+          [&] { return stop_ || wake_ || answers_due_ <= std::chrono::steady_clock::now(); });
     } else {
-      // Every slot busy: wait for one to free, or for a request to stall and give its slot
-      // back (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, std::min(next_caps_summary_, next_stall),
-                     [&] { return stop_ || Occupied() < tier_.workers; });
+      // Every slot busy: wait for one to free, for a request to stall and give its slot
+      // back, for answers to apply (or stop). A wake-up is remembered meanwhile.
+      cv_.wait_until(lock, std::min({next_caps_summary_, next_stall, answers_due_}), [&] {
+        return stop_ || Occupied() < tier_.workers ||
+               answers_due_ <= std::chrono::steady_clock::now();
+      });
     }
+  }
+  // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
+  lock.unlock();
+  ApplyAnswers(std::chrono::steady_clock::now());
+}
+
+void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now) {
+  std::vector<GoneAnswer> gone;
+  std::vector<std::pair<int64_t, int64_t>> snoozes;  // channel, ms from now
+  auto next = std::chrono::steady_clock::time_point::max();
+  {
+    std::lock_guard lock(mu_);
+    gone.swap(gone_);
+    answers_queued_ = false;
+    for (auto it = snoozes_.begin(); it != snoozes_.end();) {
+      auto last = snoozed_at_.find(it->first);
+      if (last != snoozed_at_.end() && now < last->second + kSnoozeEvery) {
+        next = std::min(next, last->second + kSnoozeEvery);
+        ++it;
+        continue;
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(it->second - now).count();
+      if (left > 0) snoozes.emplace_back(it->first, left);
+      it = snoozes_.erase(it);
+    }
+  }
+  const std::string& tier = options_.tier.name;
+  std::vector<GoneAnswer> retry;
+  for (auto& g : gone) {
+    try {
+      JobStore::Gone done = store_.Get().DisableGone(g.answer, options_.node);
+      if (done.disabled) {
+        ++channels_gone_;
+        if (metrics_) metrics_->channels_gone->Increment();
+        // One line per channel disabled: rare, and each one needs an operator.
+        Log(LogLevel::kWarn, "channel_disabled_gone",
+            {{"tier", tier},
+             {"channel", g.answer.channel},
+             {"job", g.answer.job},
+             {"jobs_parked", done.jobs},
+             {"detail",
+              "the endpoint answered 410 Gone: enqueue refuses the channel and its backlog "
+              "waits parked; bulkhead channel enable + resume sends it, bulkhead cancel ends "
+              "it"}});
+      }
+    } catch (const std::exception& e) {
+      store_.Reset();
+      if (++g.tries < kGoneTries) {
+        retry.push_back(std::move(g));
+        continue;
+      }
+      Log(LogLevel::kError, "channel_disable_failed",
+          {{"tier", tier},
+           {"channel", g.answer.channel},
+           {"job", g.answer.job},
+           {"error", FirstLine(e.what())},
+           {"detail", "the 410 is recorded as an ordinary failed attempt instead"}});
+      writer_.Add(std::move(g.fallback));
+    }
+  }
+  for (const auto& [channel, delay_ms] : snoozes) {
+    try {
+      int n = store_.Get().SnoozeChannel(channel, delay_ms);
+      snoozed_ += n;
+      if (n > 0) {
+        snoozed_log_.Add(n);
+        if (metrics_) metrics_->snoozed->Increment(n);
+      }
+    } catch (const std::exception& e) {
+      // Not snoozing costs the channel's other jobs an early attempt each, no more: each
+      // answer snoozes its own job, and the next Retry-After asks again.
+      Log(LogLevel::kWarn, "snooze_failed",
+          {{"tier", tier}, {"channel", channel}, {"error", FirstLine(e.what())}});
+      store_.Reset();
+    }
+    snoozed_at_[channel] = now;
+  }
+  std::erase_if(snoozed_at_, [&](const auto& entry) { return now >= entry.second + kSnoozeEvery; });
+  {
+    std::lock_guard lock(mu_);
+    for (auto& g : retry) gone_.push_back(std::move(g));
+    // Failed disables are tried again after a pause (the claim's own backoff runs meanwhile).
+    if (!retry.empty()) next = std::min(next, now + std::chrono::milliseconds(500));
+    if (answers_queued_) next = now;  // more arrived while the statements ran
+    answers_due_ = next;
   }
 }
 
@@ -471,7 +577,10 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
                                            std::chrono::steady_clock::now())) {
       keeper_.RequestOpen(options_.tier.name, std::move(*trip));
     }
-    const DeliveryOutcome counted = ClassifyDelivery(outcome, job.last_attempt);
+    // 410 Gone: the channel is to be disabled and this job parked (ApplyAnswers), not
+    // retried or discarded, so the attempt is counted failed even if it was the last.
+    bool gone = outcome.error == HttpError::kNone && outcome.status == 410;
+    const DeliveryOutcome counted = ClassifyDelivery(outcome, job.last_attempt && !gone);
     if (metrics_) {
       metrics_->Delivered(counted);
       metrics_->delivery_duration->Observe(std::chrono::duration<double>(outcome.duration).count());
@@ -491,14 +600,45 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     result.delivered = outcome.delivered();
     result.status = outcome.status;
     result.duration_ms = std::chrono::duration<double, std::milli>(outcome.duration).count();
+    // A 429 or 503 that says how long to wait: lengthens this job's wait, and its channel's.
+    int64_t asked_ms = 0;
+    if (!result.delivered && outcome.error == HttpError::kNone &&
+        (outcome.status == 429 || outcome.status == 503) && !outcome.retry_after.empty()) {
+      if (auto asked = ParseRetryAfter(outcome.retry_after, std::chrono::system_clock::now())) {
+        asked_ms = std::chrono::duration_cast<std::chrono::milliseconds>(*asked).count();
+      }
+    }
     if (!result.delivered) {
       result.error = detail;
       std::lock_guard lock(mu_);
       result.retry_delay_ms = retry_->NextDelay(attempt, UnitRandom()).count();
+      asked_ms = std::min(asked_ms, tier_.retry_after_max_ms);
+      if (asked_ms > 0) {
+        if (asked_ms > result.retry_delay_ms && !job.last_attempt) {
+          result.retry_delay_ms = asked_ms;
+          ++snoozed_;
+          snoozed_log_.Add();
+          if (metrics_) metrics_->snoozed->Increment();
+        }
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(asked_ms);
+        auto [it, added] = snoozes_.emplace(job.channel, until);
+        if (!added) it->second = std::max(it->second, until);
+        answers_queued_ = true;
+        answers_due_ = std::min(answers_due_, std::chrono::steady_clock::now());
+      }
+      if (gone && !stop_) {
+        // The runner applies it; after a stop, the runner is gone: written as a failure.
+        gone_.push_back({{job.channel, job_id, attempt, detail, result.duration_ms}, result, 0});
+        answers_queued_ = true;
+        answers_due_ = std::chrono::steady_clock::now();
+      } else {
+        gone = false;
+      }
     }
-    // Before the slot frees: the result is in the writer's hands before a new claim can
-    // follow, so the writer's backlog stays bounded by the slots.
-    writer_.Add(std::move(result));
+    // Before the slot frees: the result is in the writer's hands    // Before the slot frees: the
+    // result is in the writer's hands (or the runner's) before a new claim can follow, so the
+    // writer's backlog stays bounded by the slots.
+    if (!gone) writer_.Add(std::move(result));
   }
   {
     std::lock_guard lock(mu_);

@@ -33,6 +33,14 @@
 // fallback poll (poll_interval ±20 %, which is also what finds retries coming due). A claim
 // asks for all free slots at once, so at high throughput one round trip refills many.
 //
+// Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
+// attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)), and the runner
+// pushes the channel's waiting jobs to no earlier than the same time, in one statement, at
+// most once a second per channel (a later, longer ask within the second waits for the next).
+// A 410 Gone disables the channel: the runner runs JobStore::DisableGone (channel disabled and
+// paused, its backlog and the answering job parked) instead of handing the result to the
+// writer. Both run on the runner thread, between claims, from what the I/O thread queued.
+//
 // Metrics and logs. The runner records its tier's metrics (Metrics::Tier) where the events
 // happen: the claim's duration and the queue wait on the runner thread, each attempt's outcome
 // and duration on the I/O thread — atomics and prometheus-cpp's own histogram lock only. Events
@@ -129,6 +137,9 @@ class QueueRunner {
   uint64_t channel_caps_hit() const { return channel_caps_hit_.load(); }
   uint64_t tenant_caps_hit() const { return tenant_caps_hit_.load(); }
   uint64_t demoted() const { return demoted_.load(); }
+  // Jobs a Retry-After pushed later, and channels a 410 disabled (by this node), since start.
+  uint64_t snoozed() const { return snoozed_.load(); }
+  uint64_t channels_gone() const { return channels_gone_.load(); }
 
  private:
   void Run();
@@ -143,6 +154,9 @@ class QueueRunner {
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
+  // Runner thread: runs the queued 410 disables and the snoozes that are due; sets
+  // answers_due_ to when the next held-back snooze is due.
+  void ApplyAnswers(std::chrono::steady_clock::time_point now);
   std::chrono::steady_clock::time_point NextPoll();
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
@@ -175,11 +189,25 @@ class QueueRunner {
   CapLedger caps_;
   std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
+  // 410 answers for the runner thread to apply; `fallback` is written instead if it cannot.
+  struct GoneAnswer {
+    JobStore::GoneAnswer answer;
+    AttemptResult fallback;
+    int tries = 0;
+  };
+  std::vector<GoneAnswer> gone_;
+  // Channels a Retry-After asked to wait, until when (the latest ask wins).
+  std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozes_;
+  bool answers_queued_ = false;  // OnOutcome queued something since ApplyAnswers took it
+  // When ApplyAnswers should run next (max: nothing queued).
+  std::chrono::steady_clock::time_point answers_due_ = std::chrono::steady_clock::time_point::max();
   bool wake_ = false;
   bool stop_ = false;
 
   // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
   StoreConnection store_;
+  // When each channel's waiting jobs were last snoozed: at most once a second each.
+  std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozed_at_;
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
@@ -188,6 +216,8 @@ class QueueRunner {
   std::atomic<uint64_t> channel_caps_hit_{0};
   std::atomic<uint64_t> tenant_caps_hit_{0};
   std::atomic<uint64_t> demoted_{0};
+  std::atomic<uint64_t> snoozed_{0};
+  std::atomic<uint64_t> channels_gone_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> claim_ok_{true};
 
@@ -198,6 +228,7 @@ class QueueRunner {
   RepeatedEvent probes_log_;
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
+  RepeatedEvent snoozed_log_;
   // The caps summary log: counts at the last summary, and when it is due (runner thread).
   uint64_t logged_channel_caps_ = 0;
   uint64_t logged_tenant_caps_ = 0;
