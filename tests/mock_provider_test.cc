@@ -42,6 +42,7 @@ struct Response {
   CURLcode code = CURLE_OK;
   long status = 0;
   std::string body;
+  std::string headers;  // the response's header lines, as received
   std::chrono::milliseconds took{0};
 };
 
@@ -63,6 +64,8 @@ Response Send(const std::string& url, const std::string& method = "GET",
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, Append);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r.headers);
   if (method == "POST") {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
@@ -170,6 +173,48 @@ TEST_F(MockProviderTest, SlowDripBodyTakesItsTime) {
   EXPECT_GE(r.took, 150ms);  // 5 drips, 30 ms apart
 }
 
+TEST_F(MockProviderTest, RetryAfterAndLocationAreSentAsHeaders) {
+  Response seconds = Send(Url("/hook/x?status=429&retry_after=120"));
+  EXPECT_EQ(seconds.status, 429);
+  EXPECT_NE(seconds.headers.find("\r\nRetry-After: 120\r\n"), std::string::npos) << seconds.headers;
+  Response date =
+      Send(Url("/hook/x?status=503&retry_after=Sun,%2006%20Nov%201994%2008:49:37%20GMT"));
+  EXPECT_EQ(date.status, 503);
+  EXPECT_NE(date.headers.find("\r\nRetry-After: Sun, 06 Nov 1994 08:49:37 GMT\r\n"),
+            std::string::npos)
+      << date.headers;
+  Response moved = Send(Url("/hook/r?status=302&location=http://127.0.0.1:1/elsewhere"));
+  EXPECT_EQ(moved.status, 302);  // Send does not follow redirects
+  EXPECT_NE(moved.headers.find("\r\nLocation: http://127.0.0.1:1/elsewhere\r\n"), std::string::npos)
+      << moved.headers;
+  EXPECT_EQ(Send(Url("/hook/x")).headers.find("Retry-After"), std::string::npos);
+}
+
+TEST_F(MockProviderTest, HeaderParametersRefuseLineBreaks) {
+  Response injected = Send(Url("/hook/x?status=429&retry_after=1%0D%0AX-Evil:%201"));
+  EXPECT_EQ(injected.status, 400);
+  EXPECT_NE(injected.body.find("retry_after"), std::string::npos);
+  EXPECT_EQ(Send(Url("/hook/x?location=")).status, 400);
+  EXPECT_EQ(Send(Url("/hook/x?location=%zz")).status, 400);
+}
+
+TEST_F(MockProviderTest, GarbageIsNotHttp) {
+  Response r = Send(Url("/hook/g?garbage=1"), "POST", "{}");
+  EXPECT_NE(r.code, CURLE_OK);
+  EXPECT_NE(r.code, CURLE_OPERATION_TIMEDOUT);  // it answers at once, with nonsense
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(Route("/hook/g")["requests"], 1);
+}
+
+TEST_F(MockProviderTest, AnEndlessBodyRunsUntilTheClientGivesUp) {
+  Response r = Send(Url("/hook/e?endless=1&drip_ms=10&drip_bytes=5"), "POST", "{}", {}, 500);
+  EXPECT_EQ(r.code, CURLE_OPERATION_TIMEDOUT);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_GT(r.body.size(), 0u);
+  EXPECT_EQ(r.body.size() % 5, 0u);
+  EXPECT_TRUE(WaitForInFlight("/hook/e", 0));  // the mock saw the client go
+}
+
 TEST_F(MockProviderTest, BadParametersAre400AndOtherPaths404) {
   Response bad = Send(Url("/hook/x?delay_ms=abc"));
   EXPECT_EQ(bad.status, 400);
@@ -269,6 +314,15 @@ TEST(RouteBehaviour, PresetsAndParameters) {
   EXPECT_EQ(ParseRoute("/hook/x?delay_ms=30-20").error.find("delay_ms"), 0u);
   EXPECT_FALSE(ParseRoute("/hook/").behaviour);
   EXPECT_FALSE(ParseRoute("/hook/x?fail=1.5").behaviour);
+  auto hostile =
+      ParseRoute("/hook/h?retry_after=5&location=%2Fthere&garbage=1&endless=1").behaviour;
+  ASSERT_TRUE(hostile);
+  EXPECT_EQ(hostile->retry_after, "5");
+  EXPECT_EQ(hostile->location, "/there");
+  EXPECT_TRUE(hostile->garbage);
+  EXPECT_TRUE(hostile->endless);
+  EXPECT_FALSE(ParseRoute("/hook/x?garbage=2").behaviour);
+  EXPECT_FALSE(ParseRoute("/hook/x?retry_after=%0A").behaviour);
 }
 
 TEST(SentAtFromBody, FindsTheNumberOrSaysNone) {

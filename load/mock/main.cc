@@ -27,7 +27,12 @@ routes:
   /hook/fast        200 at once
   /hook/<name>      200 at once; any /hook/ route takes query parameters:
                     status=N, delay_ms=N|A-B, fail=F (0..1), fail_status=N (503), hang=0|1,
-                    body_bytes=N, drip_ms=N, drip_bytes=N (1)
+                    body_bytes=N, drip_ms=N, drip_bytes=N (1),
+                    retry_after=V (a Retry-After header; percent-encode an HTTP date),
+                    location=URL (a Location header, for a 3xx status),
+                    garbage=1 (answers bytes that are not HTTP, then closes),
+                    endless=1 (a body that never ends: drip_bytes every drip_ms, or
+                    64 KiB blocks back to back, until the client hangs up)
   GET  /_mock/stats, GET /_mock/records?since=N&limit=M&route=R, GET /_mock/health,
   POST /_mock/reset, POST /_mock/secrets (a JSON array of whsec_ secrets)
 

@@ -133,6 +133,11 @@ class Session : public std::enable_shared_from_this<Session> {
     counted_route_ = b.route;  // in flight until answered or closed
 
     if (b.hang) return Drain();
+    if (b.garbage) return WriteGarbage();
+    std::string extra;
+    if (!b.retry_after.empty()) extra += "Retry-After: " + b.retry_after + "\r\n";
+    if (!b.location.empty()) extra += "Location: " + b.location + "\r\n";
+    if (b.endless) return WriteEndless(status, extra, Drip{b.drip_every, b.drip_bytes});
     std::string body = b.body_bytes < 0 ? std::string("ok") : std::string(b.body_bytes, 'x');
     auto delay = b.delay_min;
     if (b.delay_max > b.delay_min) {
@@ -140,11 +145,11 @@ class Session : public std::enable_shared_from_this<Session> {
           std::uniform_int_distribution<int64_t>(b.delay_min.count(), b.delay_max.count())(random));
     }
     Drip drip{b.drip_every, b.drip_bytes};
-    if (delay.count() == 0) return Write(status, "text/plain", std::move(body), drip);
+    if (delay.count() == 0) return Write(status, "text/plain", std::move(body), drip, extra);
     timer_.expires_after(delay);
-    timer_.async_wait([self = shared_from_this(), status, body = std::move(body),
-                       drip](beast::error_code ec) mutable {
-      if (!ec) self->Write(status, "text/plain", std::move(body), drip);
+    timer_.async_wait([self = shared_from_this(), status, body = std::move(body), drip,
+                       extra = std::move(extra)](beast::error_code ec) mutable {
+      if (!ec) self->Write(status, "text/plain", std::move(body), drip, extra);
     });
   }
 
@@ -204,10 +209,11 @@ class Session : public std::enable_shared_from_this<Session> {
   };
 
   // Writes the answer: head and body at once, or the head and then the body a drip at a time.
-  void Write(int status, std::string_view content_type, std::string body, Drip drip) {
+  void Write(int status, std::string_view content_type, std::string body, Drip drip,
+             const std::string& extra_headers = {}) {
     auto reason = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
     head_ = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) +
-            "\r\nContent-Type: " + std::string(content_type) +
+            "\r\n" + extra_headers + "Content-Type: " + std::string(content_type) +
             "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
             (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n";
     body_ = std::move(body);
@@ -236,6 +242,50 @@ class Session : public std::enable_shared_from_this<Session> {
                         [self](beast::error_code ec, size_t) {
                           if (!ec) self->WriteMore();
                         });
+    });
+  }
+
+  // garbage=1: bytes that are no HTTP response at all, then the connection closes.
+  void WriteGarbage() {
+    static constexpr char kGarbage[] =
+        "\x16\x03\x01\x00\xff garbage, not HTTP \x00\x01\x02\r\n\r\n";
+    head_.assign(kGarbage, sizeof(kGarbage) - 1);
+    keep_alive_ = false;
+    sent_ = 0;
+    body_.clear();
+    asio::async_write(socket_, asio::buffer(head_),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (!ec) self->Done();
+                      });
+  }
+
+  // endless=1: the head without a length (the body would end with the connection), then body
+  // bytes until the client hangs up: drip.bytes every drip.every, or 64 KiB blocks back to
+  // back. Ends only on a write error (the client closed).
+  void WriteEndless(int status, const std::string& extra_headers, Drip drip) {
+    auto reason = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
+    head_ = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) +
+            "\r\n" + extra_headers + "Content-Type: text/plain\r\nConnection: close\r\n\r\n";
+    keep_alive_ = false;
+    drip_ = drip;
+    body_.assign(drip.every.count() > 0 ? static_cast<size_t>(drip.bytes) : 64 * 1024, 'x');
+    asio::async_write(socket_, asio::buffer(head_),
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (!ec) self->WriteEndlessMore();
+                      });
+  }
+
+  void WriteEndlessMore() {
+    auto write = [self = shared_from_this()] {
+      asio::async_write(self->socket_, asio::buffer(self->body_),
+                        [self](beast::error_code ec, size_t) {
+                          if (!ec) self->WriteEndlessMore();
+                        });
+    };
+    if (drip_.every.count() == 0) return write();
+    timer_.expires_after(drip_.every);
+    timer_.async_wait([write](beast::error_code ec) {
+      if (!ec) write();
     });
   }
 

@@ -30,6 +30,29 @@ std::string Bad(std::string_view name, std::string_view value, std::string_view 
 
 }  // namespace
 
+std::optional<std::string> PercentDecoded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
 std::pair<std::string_view, std::string_view> SplitTarget(std::string_view target) {
   auto q = target.find('?');
   if (q == std::string_view::npos) return {target, {}};
@@ -108,10 +131,25 @@ ParsedRoute ParseRoute(std::string_view target) {
       auto v = ParseInt(value, 1, 1 << 20);
       if (!v) return {std::nullopt, Bad(name, value, "must be 1 to 1048576 bytes")};
       b.drip_bytes = *v;
+    } else if (name == "retry_after" || name == "location") {
+      // Header values: decoded, and refused with a control character (CR, LF, NUL), which
+      // would let a URL write headers of its own into the answer.
+      auto v = PercentDecoded(value);
+      bool control = false;
+      for (char c : v.value_or("")) control |= static_cast<unsigned char>(c) < 0x20 && c != '\t';
+      if (!v || v->empty() || v->size() > 1024 || control) {
+        return {std::nullopt, Bad(name, value,
+                                  "must be 1 to 1024 percent-encoded characters, no control "
+                                  "characters")};
+      }
+      (name == "retry_after" ? b.retry_after : b.location) = std::move(*v);
+    } else if (name == "garbage" || name == "endless") {
+      if (value != "0" && value != "1") return {std::nullopt, Bad(name, value, "must be 0 or 1")};
+      (name == "garbage" ? b.garbage : b.endless) = value == "1";
     } else {
       return {std::nullopt, "unknown parameter '" + std::string(name) +
                                 "' (status, delay_ms, fail, fail_status, hang, body_bytes, "
-                                "drip_ms, drip_bytes)"};
+                                "drip_ms, drip_bytes, retry_after, location, garbage, endless)"};
     }
   }
   return {std::move(b), {}};

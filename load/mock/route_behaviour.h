@@ -17,6 +17,12 @@
 //   body_bytes=N     the answer carries N bytes of body ('x'), at most 64 MiB (default 2: "ok")
 //   drip_ms=N        send the body drip_bytes at a time, N ms apart (a slow-drip body)
 //   drip_bytes=N     bytes per drip (default 1)
+//   retry_after=V    send "Retry-After: V" (percent-decoded: "120", or an HTTP date written
+//                    "Sun,%2006%20Nov%201994%2008:49:37%20GMT"); with status=429 or 503
+//   location=URL     send "Location: URL" (percent-decoded), for a 3xx status
+//   garbage=1        answer bytes that are not HTTP at all, then close the connection
+//   endless=1        a body that never ends: no Content-Length, drip_bytes every drip_ms (or
+//                    64 KiB blocks back to back without drip_ms) until the client hangs up
 //
 // An unknown parameter or a bad value is an error: the mock answers it with 400 and says which,
 // so a typo in a scenario's URL shows at once instead of silently testing the wrong thing.
@@ -44,6 +50,10 @@ struct RouteBehaviour {
   int64_t body_bytes = -1;                  // -1: the default body "ok"
   std::chrono::milliseconds drip_every{0};  // 0: the body in one write
   int64_t drip_bytes = 1;
+  std::string retry_after;  // "" : no Retry-After header
+  std::string location;     // "" : no Location header
+  bool garbage = false;
+  bool endless = false;
 };
 
 // The behaviour of `target` (path and query, as in the request line), or the reason it is not
@@ -53,6 +63,9 @@ struct ParsedRoute {
   std::string error;
 };
 ParsedRoute ParseRoute(std::string_view target);
+
+// %XX decoded ("+" stays "+"); std::nullopt for a bad escape.
+std::optional<std::string> PercentDecoded(std::string_view text);
 
 // Splits a request target into its path and its query (without the '?').
 std::pair<std::string_view, std::string_view> SplitTarget(std::string_view target);
