@@ -192,7 +192,7 @@ UPDATE bulkhead.jobs
 // that job too. Returns whether this call disabled the channel, and the jobs parked.
 constexpr const char* kDisableGoneSql = R"sql(
 WITH before AS (
-  SELECT id, enabled FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
+  SELECT id, enabled FROM bulkhead.channels WHERE id = $1::bigint FOR NO KEY UPDATE
 ), disabled AS (
   UPDATE bulkhead.channels AS ch
      SET enabled = false, paused = true,
@@ -200,21 +200,21 @@ WITH before AS (
                                 THEN 'the endpoint answered 410 Gone at '
                                      || to_char(now() AT TIME ZONE 'UTC',
                                                 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                                     || ' (job ' || $2 || ')'
+                                     || ' (job ' || $2::bigint || ')'
                                 ELSE ch.disabled_reason END
     FROM before WHERE ch.id = before.id
   RETURNING ch.id
 ), answered AS (
   UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3, attempt = j.attempt - 1, last_error = $5,
+     SET state = 'parked', priority = 3, attempt = j.attempt - 1, last_error = $5::text,
          attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
                          ELSE j.attempts END
                     || jsonb_build_array(jsonb_build_object(
                          'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
-                         'duration_ms', round($6::numeric, 1), 'status', 410, 'error', $5))
+                         'duration_ms', round($6::float8::numeric, 1), 'status', 410, 'error', $5::text))
     FROM before
-   WHERE j.id = $2 AND j.channel_id = before.id AND j.state = 'executing'
-     AND j.attempted_by = $4 AND j.attempt = $3
+   WHERE j.id = $2::bigint AND j.channel_id = before.id AND j.state = 'executing'
+     AND j.attempted_by = $4::text AND j.attempt = $3::int
   RETURNING 1
 ), parked AS (
   UPDATE bulkhead.jobs AS j

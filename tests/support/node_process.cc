@@ -20,6 +20,13 @@
 extern char** environ;
 
 namespace bulkhead::testing {
+
+nlohmann::json TestNodeConfig(const std::string& name, nlohmann::json extra) {
+  nlohmann::json node = {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 5000}};
+  node.update(extra);
+  return node;
+}
+
 namespace fs = std::filesystem;
 namespace {
 

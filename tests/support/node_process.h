@@ -21,6 +21,12 @@
 
 namespace bulkhead::testing {
 
+// A node config for tests on loopback: `name`, a 200 ms poll, a 5 s shutdown grace, and
+// `extra` on top. The one place such settings live, so a setting every test node needs (say,
+// allowed_networks for a loopback endpoint) is added here once.
+nlohmann::json TestNodeConfig(const std::string& name,
+                              nlohmann::json extra = nlohmann::json::object());
+
 class NodeProcess {
  public:
   // `node_config` is the node's JSON config (tiers_dir is set by this class); `tiers` maps a
