@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "job_store.h"
 #include "mock_provider.h"
 #include "node_process.h"
 #include "tenancy.h"
@@ -101,6 +102,66 @@ std::string EncodedHttpDate(seconds ahead) {
                 kDays[tm.tm_wday], tm.tm_mday, kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
                 tm.tm_min, tm.tm_sec);
   return text;
+}
+
+// ---- The two statements on their own ------------------------------------------------------
+
+TEST_F(EndpointAnswersTest, SnoozeChannelOnlyLengthensAndLeavesOtherChannelsAndParkedJobs) {
+  int64_t ch = Channel("/hook/a");
+  int64_t other = Channel("/hook/b");
+  Enqueue(ch, 4);
+  Enqueue(other, 2);
+  int64_t first = QueryValue<int64_t>(db(), "SELECT min(id) FROM bulkhead.jobs");
+  Exec("UPDATE bulkhead.jobs SET scheduled_at = now() + interval '1 hour' WHERE id = " +
+       std::to_string(first));
+  Exec("UPDATE bulkhead.jobs SET state = 'parked', priority = 3 WHERE id = " +
+       std::to_string(first + 1));
+  JobStore store(db());
+
+  EXPECT_EQ(store.SnoozeChannel(ch, 5000), 2);  // the two due ones; not the later, not parked
+
+  EXPECT_EQ(Count("channel_id = " + std::to_string(ch) +
+                  " AND state = 'available' AND scheduled_at > now() + interval '4 s' AND "
+                  "scheduled_at < now() + interval '6 s'"),
+            2);
+  EXPECT_EQ(Count("id = " + std::to_string(first) +
+                  " AND scheduled_at > now() + "
+                  "interval '59 min'"),
+            1);
+  EXPECT_EQ(Count("channel_id = " + std::to_string(other) + " AND scheduled_at <= now()"), 2);
+  EXPECT_EQ(store.SnoozeChannel(ch, 1000), 0);  // shorter than what they wait: nothing moves
+}
+
+TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
+  int64_t ch = Channel("/hook/a");
+  Enqueue(ch, 3);
+  JobStore store(db());
+  std::vector<ClaimedJob> claimed = store.Claim("default", 2, "node-x");
+  ASSERT_EQ(claimed.size(), 2u);
+
+  JobStore::Gone gone = store.DisableGone({ch, claimed[0].id, 1, "HTTP 410", 12.5}, "node-x");
+  EXPECT_TRUE(gone.disabled);
+  EXPECT_EQ(gone.jobs, 2);  // the answering job and the one waiting; not the other in flight
+  std::string reason = QueryValue<std::string>(
+      db(), "SELECT disabled_reason FROM bulkhead.channels WHERE id = " + std::to_string(ch));
+
+  // Another node's stale answer for the second job (not its claim): the job is not touched.
+  JobStore::Gone stale = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-y");
+  EXPECT_FALSE(stale.disabled);
+  EXPECT_EQ(stale.jobs, 0);
+  EXPECT_EQ(Count("id = " + std::to_string(claimed[1].id) + " AND state = 'executing'"), 1);
+  // Its own answer parks it, and the reason stays the first one.
+  JobStore::Gone second = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-x");
+  EXPECT_FALSE(second.disabled);
+  EXPECT_EQ(second.jobs, 1);
+  EXPECT_EQ(
+      QueryValue<std::string>(
+          db(), "SELECT disabled_reason FROM bulkhead.channels WHERE id = " + std::to_string(ch)),
+      reason);
+  EXPECT_EQ(Count("state = 'parked' AND attempt = 0"), 3);
+  EXPECT_EQ(
+      Count("id = " + std::to_string(claimed[0].id) + " AND attempts->0->>'duration_ms' = '12.5'"),
+      1);
 }
 
 TEST_F(EndpointAnswersTest, A429WithRetryAfterSnoozesTheJobAndItsChannelsWaitingJobs) {
