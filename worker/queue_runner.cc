@@ -249,10 +249,10 @@ void QueueRunner::Run() {
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
   lock.unlock();
-  ApplyAnswers(std::chrono::steady_clock::now());
+  ApplyAnswers(std::chrono::steady_clock::now(), /*last=*/true);
 }
 
-void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now) {
+void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now, bool last) {
   std::vector<GoneAnswer> gone;
   std::vector<std::pair<int64_t, int64_t>> snoozes;  // channel, ms from now
   auto next = std::chrono::steady_clock::time_point::max();
@@ -293,7 +293,7 @@ void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now) {
       }
     } catch (const std::exception& e) {
       store_.Reset();
-      if (++g.tries < kGoneTries) {
+      if (++g.tries < kGoneTries && !last) {
         retry.push_back(std::move(g));
         continue;
       }

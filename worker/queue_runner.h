@@ -155,8 +155,9 @@ class QueueRunner {
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
   // Runner thread: runs the queued 410 disables and the snoozes that are due; sets
-  // answers_due_ to when the next held-back snooze is due.
-  void ApplyAnswers(std::chrono::steady_clock::time_point now);
+  // answers_due_ to when the next held-back snooze is due. `last` (the runner is ending): a
+  // disable that fails is not kept for later but written as an ordinary failure at once.
+  void ApplyAnswers(std::chrono::steady_clock::time_point now, bool last = false);
   std::chrono::steady_clock::time_point NextPoll();
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
