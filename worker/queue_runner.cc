@@ -635,9 +635,8 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
         gone = false;
       }
     }
-    // Before the slot frees: the result is in the writer's hands    // Before the slot frees: the
-    // result is in the writer's hands (or the runner's) before a new claim can follow, so the
-    // writer's backlog stays bounded by the slots.
+    // Before the slot frees: the result is in the writer's hands (or the runner's) before a
+    // new claim can follow, so the writer's backlog stays bounded by the slots.
     if (!gone) writer_.Add(std::move(result));
   }
   {
