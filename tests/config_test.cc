@@ -94,6 +94,7 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(node.tiers_dir, (dir_ / "tiers").string());
   EXPECT_EQ(node.metrics_listen, "127.0.0.1:9464");
   EXPECT_TRUE(node.allowed_networks.empty());
+  EXPECT_FALSE(node.tls_insecure_skip_verify);
   EXPECT_TRUE(node.tiers.empty());
   EXPECT_EQ(node.shutdown_grace_ms, 10000);
   EXPECT_EQ(node.poll_interval_ms, 1000);
@@ -135,6 +136,7 @@ TEST_F(ConfigTest, ReadsEveryNodeKey) {
     "tiers_dir": "elsewhere",
     "metrics_listen": "[::1]:9100",
     "allowed_networks": ["127.0.0.0/8", "fd00::/8"],
+    "tls_insecure_skip_verify": true,
     "tiers": ["silver"],
     "shutdown_grace_ms": 0,
     "poll_interval_ms": 250,
@@ -147,6 +149,7 @@ TEST_F(ConfigTest, ReadsEveryNodeKey) {
   EXPECT_EQ(node.tiers_dir, (dir_ / "elsewhere").string());
   EXPECT_EQ(node.metrics_listen, "[::1]:9100");
   EXPECT_EQ(node.allowed_networks, (std::vector<std::string>{"127.0.0.0/8", "fd00::/8"}));
+  EXPECT_TRUE(node.tls_insecure_skip_verify);
   EXPECT_EQ(node.tiers, std::vector<std::string>{"silver"});
   EXPECT_EQ(node.shutdown_grace_ms, 0);
   EXPECT_EQ(node.poll_interval_ms, 250);
@@ -468,6 +471,10 @@ INSTANTIATE_TEST_SUITE_P(
                  R"(must be an array of CIDR strings such as "127.0.0.0/8", not "127.0.0.0/8")"},
         BadValue{R"({"allowed_networks": ["127.0.0.0/8", 7]})", "allowed_networks[1]",
                  "must be a string, not 7"},
+        BadValue{R"({"tls_insecure_skip_verify": "true"})", "tls_insecure_skip_verify",
+                 R"(must be true or false, not "true")"},
+        BadValue{R"({"tls_insecure_skip_verify": 1})", "tls_insecure_skip_verify",
+                 "must be true or false, not 1"},
         BadValue{R"({"tiers": "default"})", "tiers",
                  R"(must be an array of tier names, not "default")"},
         BadValue{R"({"tiers": [null]})", "tiers[0]", "must be a string, not null"},

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "network_guard.h"
+
 namespace bulkhead {
 namespace {
 
@@ -64,12 +66,13 @@ constexpr std::array<std::string_view, 13> kTierKeys = {
     "retry_jitter",
     "retry_after_max_ms",
 };
-constexpr std::array<std::string_view, 12> kNodeKeys = {
+constexpr std::array<std::string_view, 13> kNodeKeys = {
     "database",
     "node",
     "tiers_dir",
     "metrics_listen",
     "allowed_networks",
+    "tls_insecure_skip_verify",
     "tiers",
     "shutdown_grace_ms",
     "poll_interval_ms",
@@ -146,41 +149,6 @@ bool IsListenAddress(std::string_view text) {
   });
 }
 
-// The reason a CIDR string is refused, or std::nullopt for a good one.
-std::optional<std::string> CidrProblem(const std::string& text) {
-  const std::string expectation =
-      "an IPv4 or IPv6 network such as \"10.0.0.0/8\" or \"fd00::/8\", not " + Shown(text);
-  size_t slash = text.find('/');
-  if (slash == std::string::npos) return "must be " + expectation + " (no /prefix length)";
-  std::string address = text.substr(0, slash);
-  std::string_view prefix_text = std::string_view(text).substr(slash + 1);
-  int family = address.find(':') == std::string::npos ? AF_INET : AF_INET6;
-  int max_prefix = family == AF_INET ? 32 : 128;
-  unsigned char bytes[16] = {};
-  if (inet_pton(family, address.c_str(), bytes) != 1) return "must be " + expectation;
-  if (!AllDigits(prefix_text) || prefix_text.size() > 3 ||
-      std::stoi(std::string(prefix_text)) > max_prefix) {
-    return "must have a prefix length from 0 to " + std::to_string(max_prefix) + " for " +
-           (family == AF_INET ? "IPv4" : "IPv6") + ", not " + Shown(text);
-  }
-  int prefix = std::stoi(std::string(prefix_text));
-  unsigned char network[16] = {};
-  bool host_bits = false;
-  for (int i = 0; i < max_prefix / 8; ++i) {
-    int keep = std::clamp(prefix - 8 * i, 0, 8);
-    unsigned char mask = keep == 0 ? 0 : static_cast<unsigned char>(0xFF << (8 - keep));
-    network[i] = bytes[i] & mask;
-    host_bits = host_bits || network[i] != bytes[i];
-  }
-  if (host_bits) {
-    char shown[INET6_ADDRSTRLEN] = {};
-    inet_ntop(family, network, shown, sizeof(shown));
-    return "has bits set past its /" + std::to_string(prefix) + " prefix: the network is \"" +
-           shown + "/" + std::to_string(prefix) + "\", not " + Shown(text);
-  }
-  return std::nullopt;
-}
-
 // Keeps the first error of a run of checks, so that each check is one line.
 class Checks {
  public:
@@ -253,6 +221,18 @@ class Reader {
       return;
     }
     *out = value->get<std::string>();
+  }
+
+  // true or false only: "yes", 1 and "true" are refused, since a safety switch read wrongly
+  // is worse than one refused.
+  void Bool(std::string_view key, bool* out) {
+    const json* value = Find(key);
+    if (value == nullptr) return;
+    if (!value->is_boolean()) {
+      error_ = Refusal(key, "true or false", Shown(*value));
+      return;
+    }
+    *out = value->get<bool>();
   }
 
   // An array of strings; each entry's own rule is Validate()'s.
@@ -510,7 +490,8 @@ std::optional<ConfigError> NodeOptions::Validate() const {
     check.Fail(Refusal("metrics_listen", kListenExpectation, Shown(metrics_listen)));
   }
   for (size_t i = 0; i < allowed_networks.size() && !check.failed(); ++i) {
-    if (auto problem = CidrProblem(allowed_networks[i])) {
+    auto parsed = ParseCidr(allowed_networks[i]);  // network_guard.h: the one CIDR parser
+    if (auto* problem = std::get_if<std::string>(&parsed)) {
       check.Fail({"", Reader::Entry("allowed_networks", i), *problem});
     }
   }
@@ -594,6 +575,7 @@ std::variant<Config, ConfigError> LoadConfig(const std::filesystem::path& file) 
   read.String("tiers_dir", kTiersDirExpectation, &node.tiers_dir);
   read.String("metrics_listen", kListenExpectation, &node.metrics_listen);
   read.Strings("allowed_networks", kNetworksExpectation, &node.allowed_networks);
+  read.Bool("tls_insecure_skip_verify", &node.tls_insecure_skip_verify);
   read.Strings("tiers", kTiersExpectation, &node.tiers);
   read.Int(kShutdownGrace, &node.shutdown_grace_ms);
   read.Int(kPollInterval, &node.poll_interval_ms);

@@ -8,9 +8,10 @@
 // range, a tier file that is not named like a tier — refuses the whole configuration, with the
 // file, the key and the reason: a node never starts on a half-understood config.
 //
-// Validated now, used by later work: `allowed_networks` (the SSRF guard). Until it lands, the
-// key is checked and carried but changes nothing. `metrics_listen` is where the node's status
-// server (status_server.h: /metrics, /healthz, /readyz) listens.
+// Where the node keys go: `allowed_networks` and `tls_insecure_skip_verify` into the
+// HttpSender's options (the SSRF guard, network_guard.h, and TLS verification); CIDRs are
+// parsed by network_guard.h's ParseCidr, the one CIDR parser. `metrics_listen` is where the
+// node's status server (status_server.h: /metrics, /healthz, /readyz) listens.
 //
 // Reads files and, for the default node name, the host name and pid; keeps no state. Safe to
 // call from any thread. Expected failures (a missing file, bad JSON, a bad value) are returned
@@ -121,9 +122,14 @@ struct NodeOptions {
   // Where the Prometheus endpoint listens: "host:port" or "[ipv6]:port", port 1..65535.
   std::string metrics_listen = "127.0.0.1:9464";
 
-  // CIDR networks the SSRF guard lets through although private, loopback or link-local
-  // ("127.0.0.0/8" for a loopback mock). Not yet used: the SSRF guard.
+  // CIDR networks the SSRF guard (network_guard.h) lets through although private, loopback,
+  // link-local or otherwise denied ("127.0.0.0/8" and "::1/128" for a loopback mock). Empty:
+  // only public addresses are dialled. Host bits past the prefix are refused.
   std::vector<std::string> allowed_networks;
+
+  // Test setups only: send HTTPS without verifying the endpoint's certificate or host name.
+  // Logged as a warning at every start and exported as bulkhead_tls_verify_disabled 1.
+  bool tls_insecure_skip_verify = false;
 
   // The tiers this node serves, each with a file in tiers_dir. Empty: every *.json there.
   std::vector<std::string> tiers;
