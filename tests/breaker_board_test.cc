@@ -25,7 +25,7 @@ HttpOutcome Error(HttpError error) {
 
 TEST(ClassifyForBreaker, TimeoutsConnectionErrors5xxAnd429AreFailures) {
   for (HttpError e : {HttpError::kTimeout, HttpError::kConnect, HttpError::kDns, HttpError::kTls,
-                      HttpError::kProtocol}) {
+                      HttpError::kProtocol, HttpError::kBlocked}) {
     EXPECT_EQ(ClassifyForBreaker(Error(e)), BreakerSignal::kFailure) << HttpErrorName(e);
   }
   for (int status : {500, 502, 503, 504, 599, 429}) {

@@ -5,9 +5,12 @@
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -18,9 +21,11 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "http_receiver.h"
+#include "subprocess.h"
 
 namespace bulkhead {
 namespace {
@@ -46,6 +51,14 @@ class CurlEnvironment : public ::testing::Environment {
 ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
+// The sender's options with the SSRF guard letting the loopback receiver through (a sender's
+// default denies loopback, as a node's does).
+HttpSender::Options Loopback(HttpSender::Options options = {}) {
+  options.guard = NetworkGuard(
+      {std::get<Network>(ParseCidr("127.0.0.0/8")), std::get<Network>(ParseCidr("::1/128"))});
+  return options;
 }
 
 HttpRequest Post(std::string url) {
@@ -160,7 +173,7 @@ TEST(HttpSender, DeliversA2xxWithTheCallersBodyAndHeaders) {
     reply.body = "accepted";
     return reply;
   });
-  HttpSender sender;
+  HttpSender sender(Loopback());
   HttpRequest request;
   request.url = receiver.Url("/hook/a?x=1");
   // Past libcurl's Expect: 100-continue threshold, so that its removal is tested too.
@@ -201,7 +214,7 @@ TEST(HttpSender, DeliversA2xxWithTheCallersBodyAndHeaders) {
 
 TEST(HttpSender, SendsNoContentTypeOrAcceptOfItsOwn) {
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/bare")));
 
@@ -223,7 +236,7 @@ TEST(HttpSender, A500IsAFailureWithItsStatus) {
     reply.body = "boom";
     return reply;
   });
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/fail")));
 
@@ -243,7 +256,7 @@ TEST(HttpSender, A302IsReportedAndNotFollowed) {
     }
     return reply;
   });
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/redirect")));
 
@@ -321,7 +334,7 @@ TEST(HttpSender, AHeaderFloodCostsNoMemoryAndATooLargeOneFails) {
 }
 
 TEST(HttpSender, ConnectionRefusedIsAConnectError) {
-  HttpSender sender;
+  HttpSender sender(Loopback());
   int port = UnusedPort();
 
   HttpOutcome outcome =
@@ -335,7 +348,7 @@ TEST(HttpSender, ConnectionRefusedIsAConnectError) {
 
 TEST(HttpSender, AHangingEndpointTimesOut) {
   HttpReceiver receiver(Hang);
-  HttpSender sender;
+  HttpSender sender(Loopback());
   HttpRequest request = Post(receiver.Url("/hang"));
   request.request_timeout = 200ms;
 
@@ -356,7 +369,7 @@ TEST(HttpSender, AHugeBodyIsCutAtTheCapAndStillDelivered) {
     reply.body = std::string(1024 * 1024, 'z');
     return reply;
   });
-  HttpSender sender(HttpSender::Options{.max_response_bytes = 64 * 1024});
+  HttpSender sender(Loopback({.max_response_bytes = 64 * 1024}));
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/huge")));
 
@@ -374,7 +387,7 @@ TEST(HttpSender, ABodyExactlyAtTheCapIsNotTruncated) {
     reply.body = std::string(1000, 'z');
     return reply;
   });
-  HttpSender sender(HttpSender::Options{.max_response_bytes = 1000});
+  HttpSender sender(Loopback({.max_response_bytes = 1000}));
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/exact")));
 
@@ -385,7 +398,7 @@ TEST(HttpSender, ABodyExactlyAtTheCapIsNotTruncated) {
 
 TEST(HttpSender, SequentialRequestsReuseOneConnection) {
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   for (int i = 0; i < 50; ++i) {
     HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/seq/" + std::to_string(i))));
@@ -407,7 +420,7 @@ TEST(HttpSender, KeepAliveSurvivesMoreHungRequestsThanIdleConnections) {
   HttpReceiver hung(Hang);
   HttpReceiver fast;
   Outcomes hung_outcomes;
-  HttpSender sender(HttpSender::Options{.max_idle_connections = 2});
+  HttpSender sender(Loopback({.max_idle_connections = 2}));
   for (int i = 0; i < 20; ++i) sender.Send(Post(hung.Url("/hang")), hung_outcomes.Add());
   ASSERT_TRUE(hung.WaitForRequests(20, kWait));
 
@@ -424,7 +437,7 @@ TEST(HttpSender, AThousandHungRequestsHoldSlotsNotThreads) {
   HttpReceiver hung(Hang);
   HttpReceiver fast;
   Outcomes outcomes;
-  auto sender = std::make_unique<HttpSender>();
+  auto sender = std::make_unique<HttpSender>(Loopback());
   const size_t threads_before = ThreadCount();
 
   for (size_t i = 0; i < kHung; ++i) {
@@ -462,7 +475,7 @@ TEST(HttpSender, ProxyVariablesInTheEnvironmentAreIgnored) {
                  {"all_proxy", "http://127.0.0.1:1"},
                  {"ALL_PROXY", "http://127.0.0.1:1"}});
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/direct")));
 
@@ -474,7 +487,7 @@ TEST(HttpSender, ProxyVariablesInTheEnvironmentAreIgnored) {
 
 TEST(HttpSender, OtherSchemesFailAsProtocolErrorsUnsent) {
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
   std::string ftp = "ftp://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
 
   HttpOutcome over_ftp = SendAndWait(sender, Post(ftp));
@@ -493,7 +506,7 @@ TEST(HttpSender, OtherSchemesFailAsProtocolErrorsUnsent) {
 
 TEST(HttpSender, AHeaderWithALineBreakFailsUnsent) {
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
   HttpRequest request = Post(receiver.Url("/hook"));
   request.headers = {{"webhook-id", "msg_1\r\nX-Injected: yes"}};
 
@@ -506,7 +519,7 @@ TEST(HttpSender, AHeaderWithALineBreakFailsUnsent) {
 
 TEST(HttpSender, HttpsToAPlainHttpServerIsATlsError) {
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome outcome =
       SendAndWait(sender, Post("https://127.0.0.1:" + std::to_string(receiver.port()) + "/hook"));
@@ -526,7 +539,7 @@ TEST(HttpSender, ASlowReplyDoesNotHoldUpAFastOne) {
   std::mutex mu;
   std::vector<std::string> order;
   Outcomes outcomes;
-  HttpSender sender;
+  HttpSender sender(Loopback());
   auto record = [&](std::string name) {
     return [&, name, done = outcomes.Add()](const HttpOutcome& outcome) {
       {
@@ -550,7 +563,7 @@ TEST(HttpSender, ASlowReplyDoesNotHoldUpAFastOne) {
 TEST(HttpSender, DestructionCancelsQueuedAndInFlightRequests) {
   HttpReceiver receiver(Hang);
   Outcomes outcomes;
-  auto sender = std::make_unique<HttpSender>();
+  auto sender = std::make_unique<HttpSender>(Loopback());
   for (int i = 0; i < 20; ++i) sender->Send(Post(receiver.Url("/hang")), outcomes.Add());
   ASSERT_TRUE(receiver.WaitForRequests(20, kWait));
   // Sent just before destruction: queued or barely started, cancelled either way.
@@ -569,7 +582,7 @@ TEST(HttpSender, DestructionCancelsQueuedAndInFlightRequests) {
 TEST(HttpSender, ACallbackMaySendAgain) {
   HttpReceiver receiver;
   Outcomes outcomes;
-  HttpSender sender;
+  HttpSender sender(Loopback());
   auto second = outcomes.Add();
   sender.Send(Post(receiver.Url("/first")), [&](const HttpOutcome& first) {
     EXPECT_TRUE(first.delivered());
@@ -591,7 +604,7 @@ TEST(HttpSender, InvalidOptionsAreRefused) {
 
 TEST(HttpSender, ANonPositiveTimeoutFailsUnsent) {
   HttpReceiver receiver;
-  HttpSender sender;
+  HttpSender sender(Loopback());
   HttpRequest request = Post(receiver.Url("/hook"));
   request.request_timeout = 0ms;
 
@@ -607,9 +620,251 @@ TEST(HttpSender, ErrorsHaveStableNames) {
   EXPECT_EQ(HttpErrorName(HttpError::kConnect), "connect");
   EXPECT_EQ(HttpErrorName(HttpError::kDns), "dns");
   EXPECT_EQ(HttpErrorName(HttpError::kTls), "tls");
+  EXPECT_EQ(HttpErrorName(HttpError::kBlocked), "blocked");
   EXPECT_EQ(HttpErrorName(HttpError::kProtocol), "protocol");
   EXPECT_EQ(HttpErrorName(HttpError::kCancelled), "cancelled");
   EXPECT_EQ(HttpErrorName(HttpError::kOther), "other");
+}
+
+// ---- Outbound safety: the SSRF guard, schemes, redirects, TLS verification ------------------
+
+TEST(HttpSender, LoopbackIsBlockedByDefaultAndNothingReachesIt) {
+  HttpReceiver receiver;
+  HttpSender sender;  // the default guard: no allowed_networks
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/hook")));
+
+  EXPECT_EQ(outcome.error, HttpError::kBlocked);
+  EXPECT_EQ(outcome.status, 0);
+  EXPECT_EQ(outcome.error_text,
+            "blocked: 127.0.0.1 is in loopback (127.0.0.0/8); add it to allowed_networks to "
+            "allow it");
+  EXPECT_FALSE(outcome.delivered());
+  EXPECT_EQ(receiver.connections_accepted(), 0u);
+}
+
+TEST(HttpSender, LoopbackIsDeliveredOnceAllowed) {
+  HttpReceiver receiver;
+  HttpSender sender(Loopback());
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/hook")));
+
+  EXPECT_TRUE(outcome.delivered()) << outcome.error_text;
+  EXPECT_EQ(receiver.request_count(), 1u);
+}
+
+TEST(HttpSender, EverySpellingOfLoopbackIsBlockedAfterResolution) {
+  HttpReceiver receiver;
+  HttpSender sender;
+  const std::string port = std::to_string(receiver.port());
+  struct Case {
+    std::string url;
+    std::string says;  // part of the reason
+  };
+  const std::vector<Case> cases = {
+      // A name: checked on the addresses DNS (here /etc/hosts) gave, each refused.
+      {"http://localhost:" + port + "/hook", "is in loopback"},
+      {"http://[::1]:" + port + "/hook", "blocked: ::1 is in loopback (::1/128)"},
+      {"http://[::ffff:127.0.0.1]:" + port + "/hook",
+       "blocked: ::ffff:127.0.0.1 embeds 127.0.0.1 (IPv4-mapped), which is in loopback"},
+      // 127.0.0.1 as one decimal number: curl reads it as an IPv4 address.
+      {"http://2130706433:" + port + "/hook", "blocked: 127.0.0.1 is in loopback"},
+      {"http://0x7f000001:" + port + "/hook", "blocked: 127.0.0.1 is in loopback"},
+      {"http://127.1:" + port + "/hook", "blocked: 127.0.0.1 is in loopback"},
+      {"http://0.0.0.0:" + port + "/hook", "blocked: 0.0.0.0 is in \"this network\""},
+  };
+  for (const Case& c : cases) {
+    HttpOutcome outcome = SendAndWait(sender, Post(c.url));
+    EXPECT_EQ(outcome.error, HttpError::kBlocked) << c.url << ": " << outcome.error_text;
+    EXPECT_TRUE(Contains(outcome.error_text, c.says)) << c.url;
+  }
+  EXPECT_EQ(receiver.connections_accepted(), 0u);
+}
+
+TEST(HttpSender, ANameIsDeliveredWhenEveryAddressItUsesIsAllowed) {
+  HttpReceiver receiver;  // listens on 127.0.0.1 only; ::1, if tried first, is refused
+  HttpSender sender(Loopback());
+
+  HttpOutcome outcome =
+      SendAndWait(sender, Post("http://localhost:" + std::to_string(receiver.port()) + "/named"));
+
+  EXPECT_TRUE(outcome.delivered()) << outcome.error_text;
+  EXPECT_EQ(receiver.request_count(), 1u);
+}
+
+TEST(HttpSender, OtherSchemesAreRefusedUnsentEvenWhenTheGuardWouldAllow) {
+  HttpReceiver receiver;
+  HttpSender sender(
+      HttpSender::Options{.guard = NetworkGuard({std::get<Network>(ParseCidr("0.0.0.0/0"))})});
+  for (const std::string& url : {"ftp://127.0.0.1:" + std::to_string(receiver.port()) + "/x",
+                                 std::string("file:///etc/passwd"),
+                                 "gopher://127.0.0.1:" + std::to_string(receiver.port()) + "/x",
+                                 "dict://127.0.0.1:" + std::to_string(receiver.port()) + "/x"}) {
+    HttpOutcome outcome = SendAndWait(sender, Post(url));
+    EXPECT_EQ(outcome.error, HttpError::kProtocol) << url;
+    EXPECT_EQ(outcome.body_bytes, 0u) << url;
+  }
+  EXPECT_EQ(receiver.connections_accepted(), 0u);
+}
+
+TEST(HttpSender, ARedirectToAnAllowedPlaceIsStillNotFollowed) {
+  HttpReceiver receiver([](const ReceivedRequest& request) {
+    Reply reply;
+    if (request.path == "/moved") {
+      reply.status = 307;  // 307 keeps the method: the most tempting one to follow
+      reply.headers = {{"Location", "/target"}};
+    }
+    return reply;
+  });
+  HttpSender sender(Loopback());
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/moved")));
+
+  EXPECT_EQ(outcome.status, 307);
+  EXPECT_FALSE(outcome.delivered());
+  EXPECT_EQ(receiver.request_count(), 1u);
+}
+
+TEST(HttpSender, AProxyInTheEnvironmentCannotCarryABlockedRequest) {
+  // A proxy on an allowed address would dial the blocked target on our behalf. It is never
+  // used: the guard sees the target itself and refuses it. (Through the proxy, the outcome
+  // would be a refused connection to 127.0.0.1:1, which the guard allows.) Set before the
+  // sender's thread starts, restored after it ends.
+  ScopedEnv env({{"http_proxy", "http://127.0.0.1:1"},
+                 {"HTTP_PROXY", "http://127.0.0.1:1"},
+                 {"ALL_PROXY", "http://127.0.0.1:1"}});
+  HttpSender sender(
+      HttpSender::Options{.guard = NetworkGuard({std::get<Network>(ParseCidr("127.0.0.1/32"))})});
+
+  HttpOutcome outcome = SendAndWait(sender, Post("http://10.0.0.5/hook"));
+
+  EXPECT_EQ(outcome.error, HttpError::kBlocked) << outcome.error_text;
+  EXPECT_EQ(outcome.error_text,
+            "blocked: 10.0.0.5 is in a private range (10.0.0.0/8); add it to allowed_networks "
+            "to allow it");
+}
+
+// A one-connection-at-a-time HTTPS server on 127.0.0.1 with a self-signed certificate that
+// `openssl req` (Debian's openssl package) makes for the test: real TLS over loopback. It
+// answers every request 200 with an empty body and closes; a failed handshake (the client
+// refused the certificate) is counted and the next connection accepted.
+class TlsReceiver {
+ public:
+  TlsReceiver() : dir_(MakeDir()) {
+    const std::string key = (dir_ / "key.pem").string(), cert = (dir_ / "cert.pem").string();
+    auto made =
+        testing::RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                             "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+    if (made.exit_code != 0) throw std::runtime_error("openssl req failed: " + made.err);
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    if (ctx_ == nullptr || SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+      throw std::runtime_error("TlsReceiver: cannot load the certificate");
+    }
+    listen_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (listen_ < 0 || bind(listen_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(listen_, 16) != 0 ||
+        getsockname(listen_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("TlsReceiver: cannot listen");
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~TlsReceiver() {
+    shutdown(listen_, SHUT_RDWR);  // wakes accept()
+    thread_.join();
+    close(listen_);
+    SSL_CTX_free(ctx_);
+    std::filesystem::remove_all(dir_);
+  }
+  std::string Url() const { return "https://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+  int requests() const { return requests_.load(); }
+  int failed_handshakes() const { return failed_handshakes_.load(); }
+
+ private:
+  static std::filesystem::path MakeDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tls-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
+    return pattern;
+  }
+  void Run() {
+    while (true) {
+      int fd = accept(listen_, nullptr, nullptr);
+      if (fd < 0) return;      // shut down
+      timeval timeout{10, 0};  // a stuck client never holds the test for long
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+      SSL* ssl = SSL_new(ctx_);
+      SSL_set_fd(ssl, fd);
+      if (SSL_accept(ssl) != 1) {
+        ++failed_handshakes_;
+      } else {
+        std::string request;
+        char buffer[4096];
+        // Headers, then Content-Length bytes of body.
+        size_t header_end = std::string::npos;
+        size_t want = 0;
+        while (true) {
+          int n = SSL_read(ssl, buffer, sizeof(buffer));
+          if (n <= 0) break;
+          request.append(buffer, n);
+          if (header_end == std::string::npos) {
+            header_end = request.find("\r\n\r\n");
+            if (header_end == std::string::npos) continue;
+            std::string head = request.substr(0, header_end);
+            for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            size_t at = head.find("content-length: ");
+            want = at == std::string::npos ? 0 : std::stoul(head.substr(at + 16));
+          }
+          if (request.size() >= header_end + 4 + want) break;
+        }
+        if (header_end != std::string::npos) {
+          ++requests_;
+          const std::string reply =
+              "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+          SSL_write(ssl, reply.data(), static_cast<int>(reply.size()));
+        }
+        SSL_shutdown(ssl);
+      }
+      SSL_free(ssl);
+      close(fd);
+    }
+  }
+
+  std::filesystem::path dir_;
+  SSL_CTX* ctx_ = nullptr;
+  int listen_ = -1;
+  int port_ = 0;
+  std::atomic<int> requests_{0};
+  std::atomic<int> failed_handshakes_{0};
+  std::thread thread_;
+};
+
+TEST(HttpSender, ASelfSignedCertificateIsATlsErrorWithVerificationOn) {
+  TlsReceiver receiver;
+  HttpSender sender(Loopback());
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url()));
+
+  EXPECT_EQ(outcome.error, HttpError::kTls) << outcome.error_text;
+  EXPECT_EQ(outcome.status, 0);
+  EXPECT_EQ(receiver.requests(), 0);
+}
+
+TEST(HttpSender, ASelfSignedCertificateIsAcceptedWithVerificationOff) {
+  TlsReceiver receiver;
+  HttpSender::Options options = Loopback();
+  options.tls_verify = false;
+  HttpSender sender(options);
+
+  HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url()));
+
+  EXPECT_TRUE(outcome.delivered()) << outcome.error_text;
+  EXPECT_EQ(receiver.requests(), 1);
 }
 
 }  // namespace

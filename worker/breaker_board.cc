@@ -15,6 +15,9 @@ BreakerSignal ClassifyForBreaker(const HttpOutcome& outcome) {
     case HttpError::kDns:
     case HttpError::kTls:
     case HttpError::kProtocol:
+    // A channel whose URL points inside fails every time: it must park, and be probed once a
+    // cooldown, rather than have each of its jobs dialled and refused.
+    case HttpError::kBlocked:
       return BreakerSignal::kFailure;
     case HttpError::kCancelled:
     case HttpError::kOther:  // our side (out of memory, a bad option), not the endpoint's

@@ -3,8 +3,9 @@
 //
 // What counts (design §1 invariant 4), per channel, in the order attempts finish:
 // - A failure: no answer in time (timeout), no connection (refused, unreachable, DNS, TLS),
-//   a broken exchange (reset, garbled or cut-off response), an HTTP 5xx or 429. Each says the
-//   endpoint is down or asks us to back off: sending it more is what the breaker prevents.
+//   a broken exchange (reset, garbled or cut-off response), an HTTP 5xx or 429, an address
+//   the SSRF guard refused (kBlocked). Each says the endpoint is down, asks us to back off, or
+//   (blocked) can never be reached: sending it more is what the breaker prevents.
 // - A success (2xx) resets the count: the endpoint works, and earlier failures were a blip.
 // - Neither: 3xx and 4xx other than 429. The endpoint is up and answering; it refuses this
 //   payload, which the job's own retries and discard handle. Counting them would let one bad

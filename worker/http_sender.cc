@@ -1,5 +1,7 @@
 #include "http_sender.h"
 
+#include <sys/socket.h>
+
 #include <stdexcept>
 
 namespace bulkhead {
@@ -95,6 +97,11 @@ struct HttpSender::Transfer {
   size_t body_bytes = 0;
   bool body_truncated = false;
   std::string retry_after;  // the last response's, at most kMaxRetryAfterBytes
+  const NetworkGuard* guard = nullptr;
+  // The first address the guard refused, as its verdict's text; empty if none was. And the
+  // sockets the guard let open: kBlocked only when every address was refused.
+  std::string blocked;
+  int sockets_opened = 0;
 
   std::chrono::microseconds Elapsed() const {
     return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
@@ -142,6 +149,22 @@ struct HttpSender::Transfer {
     return bytes;
   }
 
+  // CURLOPT_OPENSOCKETFUNCTION: every socket curl opens for this transfer comes through here,
+  // after DNS, with the very address it will connect to; a refused one gets no socket, and
+  // curl tries the host's next address or fails with CURLE_COULDNT_CONNECT. Checking here, not
+  // the URL's host before sending, is what defeats DNS rebinding: there is no second lookup
+  // between the check and the connect. A kept-alive connection was checked when it opened.
+  static curl_socket_t OnOpenSocket(void* user, curlsocktype, curl_sockaddr* address) {
+    auto* self = static_cast<Transfer*>(user);
+    GuardVerdict verdict = self->guard->Check(&address->addr);
+    if (!verdict.allowed) {
+      if (self->blocked.empty()) self->blocked = verdict.Text();
+      return CURL_SOCKET_BAD;
+    }
+    ++self->sockets_opened;
+    return socket(address->family, address->socktype, address->protocol);
+  }
+
   // {kNone, ""} when the request can go on the wire, else the error it fails with, and why.
   std::pair<HttpError, std::string> Check() const {
     for (const auto& [name, value] : request.headers) {
@@ -184,8 +207,9 @@ struct HttpSender::Transfer {
   }
 
   // Sets every option; returns the first failure.
-  CURLcode Configure(size_t max_response_bytes) {
-    body_limit = max_response_bytes;
+  CURLcode Configure(const Options& options) {
+    body_limit = options.max_response_bytes;
+    guard = &options.guard;
     headers = BuildHeaders();
     CURL* e = easy.get();
     CURLcode rc = CURLE_OK;
@@ -216,6 +240,12 @@ struct HttpSender::Transfer {
     set(curl_easy_setopt(e, CURLOPT_WRITEDATA, this));
     set(curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader));
     set(curl_easy_setopt(e, CURLOPT_HEADERDATA, this));
+    set(curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &Transfer::OnOpenSocket));
+    set(curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, this));
+    // libcurl's defaults, set anyway: a reused handle must never inherit "off".
+    const long verify = options.tls_verify ? 1L : 0L;
+    set(curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, verify));
+    set(curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options.tls_verify ? 2L : 0L));
     return rc;
   }
 
@@ -231,7 +261,11 @@ struct HttpSender::Transfer {
     outcome.retry_after = retry_after;
     if (code == CURLE_WRITE_ERROR && body_truncated) code = CURLE_OK;  // our own stop
     outcome.error = MapCurlError(code);
-    if (outcome.error != HttpError::kNone) {
+    if (outcome.error != HttpError::kNone && !blocked.empty() && sockets_opened == 0) {
+      // The guard refused every address curl tried: no socket, nothing sent.
+      outcome.error = HttpError::kBlocked;
+      outcome.error_text = blocked;
+    } else if (outcome.error != HttpError::kNone) {
       outcome.error_text = error[0] != '\0' ? error : curl_easy_strerror(code);
     } else if (!outcome.delivered()) {
       outcome.error_text = "HTTP " + std::to_string(outcome.status);
@@ -252,6 +286,8 @@ std::string_view HttpErrorName(HttpError error) {
       return "dns";
     case HttpError::kTls:
       return "tls";
+    case HttpError::kBlocked:
+      return "blocked";
     case HttpError::kProtocol:
       return "protocol";
     case HttpError::kCancelled:
@@ -345,7 +381,7 @@ void HttpSender::Start(Pending pending) {
   if (transfer->easy == nullptr) return fail(HttpError::kOther, "curl_easy_init failed");
   CURLcode rc;
   try {
-    rc = transfer->Configure(options_.max_response_bytes);
+    rc = transfer->Configure(options_);
   } catch (const std::bad_alloc&) {
     rc = CURLE_OUT_OF_MEMORY;
   }

@@ -32,6 +32,11 @@
 //   host as soon as that many requests hang; the sender raises the limit with the load.
 // - Name resolution uses libcurl's resolver (threaded in Debian's build: a short-lived helper
 //   thread per lookup of a name not in the 60 s DNS cache; none for an IP literal).
+// - Outbound safety (docs/adr/0007-ssrf-guard.md): every address libcurl is about to dial,
+//   after DNS, passes Options::guard (network_guard.h) in its open-socket callback, so a name
+//   that resolves (or re-resolves) to a private address is refused before a socket exists:
+//   HttpError::kBlocked. Only http and https, redirects never followed, no proxy from the
+//   environment, TLS peer and host verification on unless Options::tls_verify is false.
 // - The response body is counted, not kept, and read only up to max_response_bytes: a huge
 //   body costs the receiver's bandwidth, not our memory, and the connection is then closed.
 // - Response headers are read by curl (each at most CURL_MAX_HTTP_HEADER, 100 KiB, and all of
@@ -54,6 +59,8 @@
 #include <utility>
 #include <vector>
 
+#include "network_guard.h"
+
 namespace bulkhead {
 
 struct HttpRequest {
@@ -73,22 +80,25 @@ enum class HttpError {
   kConnect,    // no connection (refused, unreachable): the request was surely not received
   kDns,        // the host name did not resolve
   kTls,        // TLS handshake or certificate verification failed
+  kBlocked,    // the SSRF guard refused every address the host resolved to: surely not sent
   kProtocol,   // not HTTP: bad URL or scheme, invalid header, garbled or cut-off response,
                // connection reset or closed mid-exchange
   kCancelled,  // the sender shut down first
   kOther,      // anything else (out of memory, an invalid timeout, …)
 };
 
-// "none", "timeout", "connect", "dns", "tls", "protocol", "cancelled", "other": stable words
-// for logs and metric labels.
+// "none", "timeout", "connect", "dns", "tls", "blocked", "protocol", "cancelled", "other": stable
+// words for logs and metric labels.
 std::string_view HttpErrorName(HttpError error);
 
 struct HttpOutcome {
   int status = 0;  // HTTP status if a status line arrived, else 0
   HttpError error = HttpError::kNone;
   // Why it was not delivered: curl's message for a transport error ("Failed to connect to
-  // 127.0.0.1 port 9 after 0 ms: Couldn't connect to server"), "HTTP 503" for a complete
-  // non-2xx response; empty when delivered.
+  // 127.0.0.1 port 9 after 0 ms: Couldn't connect to server"), the guard's verdict for
+  // kBlocked ("blocked: 10.0.0.5 is in a private range (10.0.0.0/8); add it to
+  // allowed_networks to allow it"), "HTTP 503" for a complete non-2xx response; empty when
+  // delivered.
   std::string error_text;
   std::chrono::microseconds duration{0};  // from the start of the transfer to its end
   size_t body_bytes = 0;                  // response body bytes read, at most the cap
@@ -113,6 +123,13 @@ class HttpSender {
     // Idle keep-alive connections kept for reuse, beyond the connections in use (>= 1). Each
     // costs a file descriptor and a socket buffer; the oldest idle one is closed first.
     long max_idle_connections = 1024;
+    // The SSRF guard every dialled address passes. Default: deny every private, loopback,
+    // link-local and reserved range, allow nothing extra (a loopback receiver needs
+    // NetworkGuard({127.0.0.0/8})).
+    NetworkGuard guard{};
+    // Verify the HTTPS peer's certificate chain and host name. false only for test setups
+    // (NodeOptions::tls_insecure_skip_verify).
+    bool tls_verify = true;
 
     // Empty when valid, else what is wrong.
     std::string Validate() const;

@@ -78,8 +78,10 @@ struct GuardVerdict {
 
 class NetworkGuard {
  public:
+  // Denies every range above and allows nothing extra.
+  NetworkGuard() = default;
   // Denies every range above; `allowed` let their addresses through.
-  explicit NetworkGuard(std::vector<Network> allowed = {});
+  explicit NetworkGuard(std::vector<Network> allowed);
 
   // The verdict on a socket address about to be dialled. Families other than AF_INET and
   // AF_INET6 (a Unix socket) are denied.
