@@ -235,27 +235,30 @@ SELECT before.enabled, (SELECT count(*) FROM parked) + (SELECT count(*) FROM ans
 // claim matches nothing and changes nothing.
 //
 // Whether a failure retries or discards is decided here, from the row's own attempt and
-// max_attempts, not from what the node remembers. The retry time is the database's now() plus
-// the node's jittered delay, so clocks of different nodes never disagree about it. A failed
-// attempt whose channel's breaker is no longer closed (or that was paused meanwhile) waits
-// parked rather than available: attempts in flight when a breaker opens end as usual, and
-// their jobs join the parked backlog without spending more of their budget. A retry goes to
-// the queue of the tenant's tier now: a tenant moved by set-tier while this attempt ran
-// retries in its new tier. The attempt log keeps the newest 20 entries (jsonb - 0 drops the
+// max_attempts, not from what the node remembers; a permanent failure (the SSRF guard refused
+// the endpoint's address) is discarded whatever attempts remain, since no retry can mend it. The
+// retry time is the database's now() plus the node's jittered delay, so clocks of different nodes
+// never disagree about it. A failed attempt whose channel's breaker is no longer closed (or that
+// was paused meanwhile) waits parked rather than available: attempts in flight when a breaker opens
+// end as usual, and their jobs join the parked backlog without spending more of their budget. A
+// retry goes to the queue of the tenant's tier now: a tenant moved by set-tier while this attempt
+// ran retries in its new tier. The attempt log keeps the newest 20 entries (jsonb - 0 drops the
 // oldest).
 constexpr const char* kRecordSql = R"sql(
 UPDATE bulkhead.jobs AS j
    SET state = CASE WHEN r.delivered THEN 'completed'
-                    WHEN j.attempt >= j.max_attempts THEN 'discarded'
+                    WHEN j.attempt >= j.max_attempts OR r.permanent THEN 'discarded'
                     WHEN ch.breaker_state <> 'closed' OR ch.paused THEN 'parked'
                     ELSE 'available' END,
-       priority = CASE WHEN NOT r.delivered AND j.attempt < j.max_attempts
+       priority = CASE WHEN NOT r.delivered AND NOT r.permanent AND j.attempt < j.max_attempts
                             AND (ch.breaker_state <> 'closed' OR ch.paused) THEN 3
                        ELSE j.priority END,
-       queue = CASE WHEN NOT r.delivered AND j.attempt < j.max_attempts THEN t.tier
+       queue = CASE WHEN NOT r.delivered AND NOT r.permanent AND j.attempt < j.max_attempts
+                    THEN t.tier
                     ELSE j.queue END,
-       finished_at = CASE WHEN r.delivered OR j.attempt >= j.max_attempts THEN now() END,
-       scheduled_at = CASE WHEN NOT r.delivered AND j.attempt < j.max_attempts
+       finished_at = CASE WHEN r.delivered OR r.permanent OR j.attempt >= j.max_attempts
+                          THEN now() END,
+       scheduled_at = CASE WHEN NOT r.delivered AND NOT r.permanent AND j.attempt < j.max_attempts
                            THEN now() + r.retry_delay_ms * interval '1 millisecond'
                            ELSE j.scheduled_at END,
        last_error = CASE WHEN r.delivered THEN j.last_error ELSE r.error END,
@@ -267,7 +270,7 @@ UPDATE bulkhead.jobs AS j
                        'status', nullif(r.status, 0), 'error', nullif(r.error, ''))))
   FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint, delivered boolean,
                                           status integer, error text, duration_ms float8,
-                                          retry_delay_ms bigint),
+                                          retry_delay_ms bigint, permanent boolean),
        bulkhead.channels AS ch, bulkhead.tenants AS t
  WHERE j.id = r.id AND j.state = 'executing' AND j.attempted_by = $2 AND j.attempt = r.attempt
    AND ch.id = j.channel_id AND t.id = j.tenant_id
@@ -1200,7 +1203,8 @@ int JobStore::Record(const std::vector<AttemptResult>& results, const std::strin
                      {"status", r.status},
                      {"error", r.error},
                      {"duration_ms", r.duration_ms},
-                     {"retry_delay_ms", r.retry_delay_ms}});
+                     {"retry_delay_ms", r.retry_delay_ms},
+                     {"permanent", r.permanent}});
   }
   pqxx::work tx(conn_, "record");
   int written = Written(tx.exec_prepared("record", batch.dump(), node));

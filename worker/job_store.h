@@ -41,6 +41,9 @@ struct AttemptResult {
   std::string error;       // why it failed; empty when delivered
   double duration_ms = 0;
   int64_t retry_delay_ms = 0;  // when not delivered: wait this long before the next attempt
+  // A failure no retry can mend (the SSRF guard refused the address): discarded now, whatever
+  // attempts remain.
+  bool permanent = false;
 };
 
 // What a node already runs, for the per-node caps of one claim. The defaults mean no cap.

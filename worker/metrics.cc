@@ -97,7 +97,7 @@ const char* DeliveryOutcomeName(DeliveryOutcome outcome) {
 
 DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt) {
   if (outcome.delivered()) return DeliveryOutcome::kDelivered;
-  if (last_attempt) return DeliveryOutcome::kDiscarded;
+  if (last_attempt || outcome.error == HttpError::kBlocked) return DeliveryOutcome::kDiscarded;
   if (outcome.error == HttpError::kTimeout) return DeliveryOutcome::kTimeout;
   if (outcome.error == HttpError::kConnect) return DeliveryOutcome::kRefused;
   return DeliveryOutcome::kFailed;
@@ -199,6 +199,19 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                           .Help("Statements that failed with a database or connection error")
                           .Register(r)
                           .Add({});
+  blocked_ = &BuildCounter()
+                  .Name("bulkhead_blocked_total")
+                  .Help(
+                      "Delivery attempts the SSRF guard refused (every address of the endpoint "
+                      "denied and not in allowed_networks); each job is discarded")
+                  .Register(r);
+  tls_verify_disabled_ = &BuildGauge()
+                              .Name("bulkhead_tls_verify_disabled")
+                              .Help(
+                                  "1 while this node sends HTTPS without verifying certificates "
+                                  "(tls_insecure_skip_verify: test setups only)")
+                              .Register(r)
+                              .Add({});
   leader_ = &BuildGauge()
                  .Name("bulkhead_leader")
                  .Help("1 while this node is the fleet's maintenance leader")
@@ -263,6 +276,7 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
   t.parked = &parked_->Add({{"tier", tier}});
   t.snoozed = &snoozed_->Add({{"tier", tier}});
   t.channels_gone = &channels_gone_->Add({{"tier", tier}});
+  t.blocked = &blocked_->Add({{"tier", tier}});
   t.transitions_open = &transitions_->Add({{"tier", tier}, {"to", "open"}});
   t.transitions_half_open = &transitions_->Add({{"tier", tier}, {"to", "half_open"}});
   t.transitions_closed = &transitions_->Add({{"tier", tier}, {"to", "closed"}});

@@ -8,7 +8,7 @@
 //
 // Who records what (each from the thread that already owns the event):
 //   QueueRunner (runner thread)  queue wait, claim duration, caps hit, parked at claim
-//   QueueRunner (sender I/O)     deliveries by outcome, delivery duration
+//   QueueRunner (sender I/O)     deliveries by outcome, delivery duration, SSRF refusals
 //   CompletionWriter (writer)    completion batch size
 //   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening
 //   Maintenance (its thread)     rescued jobs; as the leader, the fleet-wide samples below
@@ -56,10 +56,10 @@ enum class DeliveryOutcome { kDelivered, kFailed, kTimeout, kRefused, kDiscarded
 // The label word of an outcome: delivered, failed, timeout, refused, discarded.
 const char* DeliveryOutcomeName(DeliveryOutcome outcome);
 
-// Classifies an attempt: a 2xx is delivered; otherwise a failure on the job's last attempt is
-// discarded (whatever the reason), a timeout is timeout, no connection (refused, unreachable)
-// is refused, and anything else (a non-2xx, DNS, TLS, protocol) is failed. One word per
-// attempt, so the outcomes add up to the attempts.
+// Classifies an attempt: a 2xx is delivered; otherwise a failure on the job's last attempt, or
+// a permanent one (the SSRF guard refused the address: kBlocked), is discarded, a timeout is
+// timeout, no connection (refused, unreachable) is refused, and anything else (a non-2xx, DNS, TLS,
+// protocol) is failed. One word per attempt, so the outcomes add up to the attempts.
 DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt);
 
 class Metrics {
@@ -75,6 +75,7 @@ class Metrics {
     prometheus::Counter* parked = nullptr;
     prometheus::Counter* snoozed = nullptr;        // jobs a Retry-After pushed later
     prometheus::Counter* channels_gone = nullptr;  // channels disabled by a 410
+    prometheus::Counter* blocked = nullptr;  // attempts the SSRF guard refused
     prometheus::Counter* transitions_open = nullptr;
     prometheus::Counter* transitions_half_open = nullptr;
     prometheus::Counter* transitions_closed = nullptr;
@@ -103,6 +104,8 @@ class Metrics {
   // Not (or no longer) the leader: no fleet-wide series, bulkhead_leader 0.
   void ClearFleetSample();
   void SetLeader(bool leader) { leader_->Set(leader ? 1 : 0); }
+  // 1 while the node sends HTTPS without verifying certificates (tls_insecure_skip_verify).
+  void SetTlsVerifyDisabled(bool disabled) { tls_verify_disabled_->Set(disabled ? 1 : 0); }
 
   // The text exposition of every family, after refreshing the process metrics from /proc and
   // the database connection counters. Safe from any thread.
@@ -127,6 +130,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* parked_;
   prometheus::Family<prometheus::Counter>* snoozed_;
   prometheus::Family<prometheus::Counter>* channels_gone_;
+  prometheus::Family<prometheus::Counter>* blocked_;
   prometheus::Family<prometheus::Counter>* transitions_;
   prometheus::Family<prometheus::Gauge>* inflight_;
   prometheus::Family<prometheus::Gauge>* workers_;
@@ -138,6 +142,7 @@ class Metrics {
   prometheus::Counter* reconnects_;
   prometheus::Counter* database_errors_;
   prometheus::Gauge* leader_;
+  prometheus::Gauge* tls_verify_disabled_;
   prometheus::Counter* cpu_seconds_;
   prometheus::Gauge* resident_bytes_;
   prometheus::Gauge* virtual_bytes_;

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "migrations.h"
 #include "migrator.h"
+#include "network_guard.h"
 #include "queue_runner.h"
 #include "status_server.h"
 #include "store_connection.h"
@@ -166,7 +167,24 @@ int Node::Run() {
   maintenance_options.metrics = record;
   Maintenance maintenance(maintenance_options);
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
-  auto sender = std::make_unique<HttpSender>();
+  HttpSender::Options sender_options;
+  std::vector<Network> allowed;
+  for (const std::string& cidr : options.allowed_networks) {
+    // Validated by LoadConfig already; parsed again here into the guard's form.
+    allowed.push_back(std::get<Network>(ParseCidr(cidr)));
+  }
+  sender_options.guard = NetworkGuard(std::move(allowed));
+  sender_options.tls_verify = !options.tls_insecure_skip_verify;
+  metrics.SetTlsVerifyDisabled(options.tls_insecure_skip_verify);
+  if (options.tls_insecure_skip_verify) {
+    // Every start, at warn: a switch for test setups must never sit unnoticed in production.
+    Log(LogLevel::kWarn, "tls_verification_disabled",
+        {{"detail",
+          "tls_insecure_skip_verify is true: HTTPS endpoints' certificates and host names are "
+          "NOT verified, so anyone on the path can read and forge deliveries. For test setups "
+          "only (bulkhead_tls_verify_disabled is 1)"}});
+  }
+  auto sender = std::make_unique<HttpSender>(std::move(sender_options));
   for (const auto& tier : config_.tiers) {
     runners.emplace(tier.name, std::make_unique<QueueRunner>(
                                    QueueRunner::Options{
@@ -234,7 +252,9 @@ int Node::Run() {
       {{"version", kVersion},
        {"tiers", tiers},
        {"metrics_listen", status.ok() ? options.metrics_listen : ""},
-       {"metrics_recording", recording}});
+       {"metrics_recording", recording},
+       {"allowed_networks", options.allowed_networks},
+       {"tls_verify", !options.tls_insecure_skip_verify}});
 
   // Until the first stop signal: heartbeat, five times per lease, so that a slow statement or
   // two does not cost the node its lease.

@@ -27,6 +27,7 @@ double UnitRandom() {
 // The reason recorded in jobs.last_error and the attempt log.
 std::string FailureReason(const HttpOutcome& outcome) {
   if (outcome.error == HttpError::kNone) return "HTTP " + std::to_string(outcome.status);
+  if (outcome.error == HttpError::kBlocked) return outcome.error_text;  // "blocked: …" already
   return std::string(HttpErrorName(outcome.error)) + ": " + outcome.error_text;
 }
 
@@ -85,6 +86,12 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
                     {"detail",
                      "jobs pushed later by a 429 or 503 Retry-After: answering jobs and their "
                      "channels' waiting jobs"}}),
+      blocked_log_(LogLevel::kWarn, "deliveries_blocked",
+                   {{"tier", options_.tier.name},
+                    {"detail",
+                     "jobs discarded at once: the SSRF guard refused their endpoint's address "
+                     "(each job's last_error says which and why; allowed_networks lets a "
+                     "network through)"}}),
       thread_([this] { Run(); }) {}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
@@ -589,7 +596,12 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
       case DeliveryOutcome::kDelivered:
         break;
       case DeliveryOutcome::kDiscarded:
-        discarded_log_.Add();
+        if (outcome.error == HttpError::kBlocked) {
+          blocked_log_.Add();
+          if (metrics_) metrics_->blocked->Increment();
+        } else {
+          discarded_log_.Add();
+        }
         break;
       default:
         retries_log_[static_cast<int>(counted) - 1].Add();
@@ -598,6 +610,7 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     result.id = job_id;
     result.attempt = attempt;
     result.delivered = outcome.delivered();
+    result.permanent = outcome.error == HttpError::kBlocked;
     result.status = outcome.status;
     result.duration_ms = std::chrono::duration<double, std::milli>(outcome.duration).count();
     // A 429 or 503 that says how long to wait: lengthens this job's wait, and its channel's.

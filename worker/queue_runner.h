@@ -5,6 +5,11 @@
 // that hangs holds its slot until the tier's request timeout, never a thread: the runner's one
 // thread only claims, and the HttpSender's one I/O thread drives every request.
 //
+// Blocked endpoints. An attempt the SSRF guard refused (HttpError::kBlocked) is a permanent
+// failure: the job is discarded at once with the guard's reason (AttemptResult::permanent),
+// whatever attempts it had left, and the refusal counts as a breaker failure, so the channel's
+// backlog parks after failure_threshold refusals instead of being dialled job by job.
+//
 // Breakers. Every attempt is reported to the tier's BreakerBoard (sent, then its outcome), and
 // a trip goes to the BreakerKeeper, which opens the breaker in Postgres. About once a second,
 // when a slot is free, the runner also claims probes: for channels whose breaker's cooldown is
@@ -44,7 +49,8 @@
 // Metrics and logs. The runner records its tier's metrics (Metrics::Tier) where the events
 // happen: the claim's duration and the queue wait on the runner thread, each attempt's outcome
 // and duration on the I/O thread — atomics and prometheus-cpp's own histogram lock only. Events
-// that repeat with traffic (retries, discards, jobs parked at claim, probes) are counted into
+// that repeat with traffic (retries, discards, SSRF refusals, jobs parked at claim, probes) are
+// counted into
 // RepeatedEvents and logged as one summary a minute each, never a line per job.
 //
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
@@ -230,6 +236,7 @@ class QueueRunner {
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
   RepeatedEvent snoozed_log_;
+  RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
   // The caps summary log: counts at the last summary, and when it is due (runner thread).
   uint64_t logged_channel_caps_ = 0;
   uint64_t logged_tenant_caps_ = 0;
