@@ -64,6 +64,7 @@ namespace {
 
 using bulkhead::JobStore;
 using bulkhead::testing::HttpReceiver;
+using bulkhead::testing::LoopbackNetworks;
 using bulkhead::testing::NodeProcess;
 using Clock = std::chrono::steady_clock;
 
@@ -273,7 +274,9 @@ int Dead(const Args& args) {
   pqxx::connection conn(args.database);
   Channel dead = MakeChannel(conn, "dead", receiver.Url("/hang-dead"));
 
-  NodeProcess node({{"node", "breaker-bench"}, {"poll_interval_ms", 1000}},
+  NodeProcess node({{"node", "breaker-bench"},
+                    {"poll_interval_ms", 1000},
+                    {"allowed_networks", LoopbackNetworks()}},
                    {{"default", DefaultTier()}});
   node.Start(args.database);
   for (auto deadline = Clock::now() + std::chrono::seconds(30);;) {

@@ -66,6 +66,7 @@
 namespace {
 
 using bulkhead::testing::HttpReceiver;
+using bulkhead::testing::LoopbackNetworks;
 using bulkhead::testing::NodeProcess;
 using Clock = std::chrono::steady_clock;
 
@@ -227,8 +228,9 @@ int Throughput(const Args& args) {
   }
 
   const std::string load_before = LoadAverage();
-  NodeProcess node({{"node", "bench"}, {"poll_interval_ms", 1000}},
-                   {{"default", Tier(args.workers, args.share)}});
+  NodeProcess node(
+      {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
+      {{"default", Tier(args.workers, args.share)}});
   auto start = Clock::now();
   node.Start(args.database);
   // Done when nothing is available or executing: both read only the small partial indexes
@@ -336,8 +338,9 @@ int Churn(const Args& args) {
   ResetSchema(args.database);
   pqxx::connection conn(args.database);
   std::vector<int64_t> channels = MakeChannels(conn, args.channels, receiver.Url("/fast"));
-  NodeProcess node({{"node", "bench"}, {"poll_interval_ms", 1000}},
-                   {{"default", Tier(args.workers, args.share)}});
+  NodeProcess node(
+      {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
+      {{"default", Tier(args.workers, args.share)}});
   if (!StartNode(node, args.database)) return 1;
   const std::string load_before = LoadAverage();
   std::printf("churn: %d rounds of %d deliveries over %d channels, %d workers, one node\n",
@@ -501,7 +504,9 @@ int Latency(const Args& args) {
   pqxx::connection conn(args.database);
   int64_t channel = MakeChannels(conn, 1, receiver.Url("/fast"))[0];
   const std::string load_before = LoadAverage();
-  NodeProcess node({{"node", "bench"}, {"poll_interval_ms", 1000}}, {{"default", Tier(20)}});
+  NodeProcess node(
+      {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
+      {{"default", Tier(20)}});
   node.Start(args.database);
   std::this_thread::sleep_for(std::chrono::seconds(2));  // let it start and go idle
 
@@ -650,9 +655,11 @@ std::optional<IsolationCase> RunIsolation(const Args& args, double share) {
   tier["failure_threshold"] = 1000;
   tier["slow_call_ms"] = 3600000;
   // No drain at the end: the hanging requests would hold the stop for the request timeout.
-  NodeProcess node(
-      {{"node", "isolation-bench"}, {"poll_interval_ms", 1000}, {"shutdown_grace_ms", 0}},
-      {{"default", tier}});
+  NodeProcess node({{"node", "isolation-bench"},
+                    {"poll_interval_ms", 1000},
+                    {"shutdown_grace_ms", 0},
+                    {"allowed_networks", LoopbackNetworks()}},
+                   {{"default", tier}});
   c.load_before = LoadAverage();
   if (!StartNode(node, args.database)) return std::nullopt;
 

@@ -121,7 +121,7 @@ cat >"$run/node.json" <<JSON
 {
   "node": "$node",
   "tiers_dir": "tiers",
-  "allowed_networks": ["127.0.0.0/8"],
+  "allowed_networks": ["127.0.0.0/8", "::1/128"],
   "metrics_listen": "127.0.0.1:$((20000 + RANDOM % 20000))",
   "shutdown_grace_ms": 2000
 }

@@ -1,6 +1,7 @@
 // The breaker end to end: `bulkhead run` nodes (the real binary) against real PostgreSQL and a
 // loopback HTTP receiver that hangs, fails or recovers on demand.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <map>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "database_test.h"
+#include "http_get.h"
 #include "http_receiver.h"
 #include "node_process.h"
 #include "tenancy.h"
@@ -19,6 +21,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::DatabaseTest;
 using testing::HttpReceiver;
+using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
@@ -75,7 +78,10 @@ class BreakerNodeTest : public DatabaseTest {
   }
 
   static nlohmann::json Node(const std::string& name) {
-    return {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 1000}};
+    return {{"node", name},
+            {"poll_interval_ms", 200},
+            {"shutdown_grace_ms", 1000},
+            {"allowed_networks", LoopbackNetworks()}};
   }
 
   static std::string PathOf(const ReceivedRequest& r) { return r.path; }
@@ -238,6 +244,67 @@ TEST_F(BreakerNodeTest, TheReconcilerReturnsJobsStrandedBehindABreakerClosedByHa
       WaitFor("(SELECT count(*) = 30 FROM bulkhead.jobs WHERE state = 'completed')", seconds(20)))
       << node.Log();
   EXPECT_NE(node.Log().find("\"parked_reconciled\""), std::string::npos);
+}
+
+TEST_F(BreakerNodeTest, ABlockedEndpointsJobsAreDiscardedWithTheReasonAndItsBreakerOpens) {
+  HttpReceiver receiver;  // 200 to everything
+  // On Linux a connection to 0.0.0.0 reaches the local host: were the guard not in the way,
+  // these jobs would land on this very receiver, under /hook/inside.
+  int64_t inside = Channel("http://0.0.0.0:" + std::to_string(receiver.port()) + "/hook/inside");
+  int64_t healthy = Channel(receiver.Url("/hook/healthy"));
+  Enqueue(inside, 200);
+  Enqueue(healthy, 100);
+  nlohmann::json config = Node("node-a");
+  config["allowed_networks"] = nlohmann::json::array({"127.0.0.1/32"});  // the receiver only
+  NodeProcess node(config, {{"default", Tier(nlohmann::json::object())}});
+  node.Start(conninfo());
+
+  ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels WHERE id = " +
+                      std::to_string(inside) + ")"))
+      << node.Log();
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 100 FROM bulkhead.jobs WHERE state = 'completed')"))
+      << node.Log();
+  const std::string of_inside = " AND channel_id = " + std::to_string(inside);
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'executing')"));
+
+  // Discarded at their first attempt, with the guard's reason; not retried.
+  const int64_t discarded = Count("state = 'discarded'" + of_inside);
+  EXPECT_GE(discarded, 5);   // failure_threshold refusals open the breaker
+  EXPECT_LE(discarded, 15);  // at most the 10 workers' worth in flight when it opened, and a few
+  EXPECT_EQ(Count("state = 'discarded' AND attempt = 1 AND max_attempts > 1 AND last_error = "
+                  "'blocked: 0.0.0.0 is in \"this network\" (0.0.0.0/8); add it to "
+                  "allowed_networks to allow it'" +
+                  of_inside),
+            discarded);
+  // The rest waits parked behind the open breaker, not dialled and refused one by one.
+  EXPECT_EQ(Count("state = 'parked'" + of_inside), 200 - discarded);
+  EXPECT_NE(
+      QueryValue<std::string>(
+          db(), "SELECT breaker_reason FROM bulkhead.channels WHERE id = " + std::to_string(inside))
+          .find("blocked: 0.0.0.0"),
+      std::string::npos);
+  // Nothing of the blocked channel reached the receiver; the other channel lost nothing.
+  for (const ReceivedRequest& r : receiver.Requests()) EXPECT_EQ(r.path, "/hook/healthy");
+  EXPECT_EQ(receiver.request_count(), 100u);
+  EXPECT_EQ(Count("state = 'completed' AND channel_id = " + std::to_string(healthy)), 100);
+
+  // Counted in the metric, and logged as one summary at stop, not a line per job.
+  testing::HttpAnswer metrics =
+      testing::HttpGet("http://127.0.0.1:" + std::to_string(node.metrics_port()) + "/metrics");
+  EXPECT_NE(metrics.body.find("bulkhead_blocked_total{tier=\"default\"} " +
+                              std::to_string(discarded) + "\n"),
+            std::string::npos)
+      << metrics.body;
+  node.Signal(SIGTERM);
+  ASSERT_EQ(node.Wait(seconds(30)), 0) << node.Log();
+  const std::string log = node.Log();
+  size_t summaries = 0;
+  for (size_t at = log.find("\"deliveries_blocked\""); at != std::string::npos;
+       at = log.find("\"deliveries_blocked\"", at + 1)) {
+    ++summaries;
+  }
+  EXPECT_EQ(summaries, 1u) << log;
+  EXPECT_NE(log.find("\"count\":" + std::to_string(discarded)), std::string::npos) << log;
 }
 
 }  // namespace

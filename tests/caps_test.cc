@@ -22,6 +22,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::DatabaseTest;
 using testing::HttpReceiver;
+using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
@@ -77,7 +78,10 @@ class CapsTest : public DatabaseTest {
   }
 
   static nlohmann::json Node(const std::string& name) {
-    return {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 300}};
+    return {{"node", name},
+            {"poll_interval_ms", 200},
+            {"shutdown_grace_ms", 300},
+            {"allowed_networks", LoopbackNetworks()}};
   }
 };
 

@@ -21,6 +21,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::DatabaseTest;
 using testing::HttpReceiver;
+using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
@@ -81,8 +82,11 @@ class FleetTest : public DatabaseTest {
   }
 
   static nlohmann::json Node(const std::string& name) {
-    return {
-        {"node", name}, {"poll_interval_ms", 200}, {"lease_ms", 3000}, {"shutdown_grace_ms", 5000}};
+    return {{"node", name},
+            {"poll_interval_ms", 200},
+            {"lease_ms", 3000},
+            {"shutdown_grace_ms", 5000},
+            {"allowed_networks", LoopbackNetworks()}};
   }
 };
 

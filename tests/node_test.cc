@@ -22,6 +22,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::DatabaseTest;
 using testing::HttpReceiver;
+using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
@@ -102,7 +103,10 @@ class NodeTest : public DatabaseTest {
 
   static nlohmann::json NodeConfig(const std::string& name,
                                    nlohmann::json extra = nlohmann::json::object()) {
-    nlohmann::json node = {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 5000}};
+    nlohmann::json node = {{"node", name},
+                           {"poll_interval_ms", 200},
+                           {"shutdown_grace_ms", 5000},
+                           {"allowed_networks", LoopbackNetworks()}};
     node.update(extra);
     return node;
   }

@@ -38,6 +38,7 @@ using std::chrono::seconds;
 using testing::DatabaseTest;
 using testing::HttpGet;
 using testing::HttpReceiver;
+using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::Reply;
@@ -128,7 +129,10 @@ class ObservabilityTest : public DatabaseTest {
   }
 
   static nlohmann::json NodeConfig(const std::string& name) {
-    return {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 5000}};
+    return {{"node", name},
+            {"poll_interval_ms", 200},
+            {"shutdown_grace_ms", 5000},
+            {"allowed_networks", LoopbackNetworks()}};
   }
 };
 

@@ -22,7 +22,10 @@ extern char** environ;
 namespace bulkhead::testing {
 
 nlohmann::json TestNodeConfig(const std::string& name, nlohmann::json extra) {
-  nlohmann::json node = {{"node", name}, {"poll_interval_ms", 200}, {"shutdown_grace_ms", 5000}};
+  nlohmann::json node = {{"node", name},
+                         {"poll_interval_ms", 200},
+                         {"shutdown_grace_ms", 5000},
+                         {"allowed_networks", LoopbackNetworks()}};
   node.update(extra);
   return node;
 }
@@ -48,6 +51,8 @@ int FreeLoopbackPort() {
 }
 
 }  // namespace
+
+nlohmann::json LoopbackNetworks() { return nlohmann::json::array({"127.0.0.0/8", "::1/128"}); }
 
 NodeProcess::NodeProcess(nlohmann::json node_config,
                          const std::map<std::string, nlohmann::json>& tiers) {

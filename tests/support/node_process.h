@@ -26,6 +26,10 @@ namespace bulkhead::testing {
 // allowed_networks for a loopback endpoint) is added here once.
 nlohmann::json TestNodeConfig(const std::string& name,
                               nlohmann::json extra = nlohmann::json::object());
+// ["127.0.0.0/8", "::1/128"]: the `allowed_networks` a node needs to deliver to a receiver on
+// loopback (HttpReceiver, the mock provider). A node's SSRF guard denies loopback by default,
+// so every config that delivers over loopback lists these.
+nlohmann::json LoopbackNetworks();
 
 class NodeProcess {
  public:
