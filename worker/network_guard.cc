@@ -12,9 +12,11 @@ namespace bulkhead {
 namespace {
 
 // The text as the operator wrote it, in JSON quotes, cut short (on a UTF-8 boundary) if long:
-// the same words config.cc's errors use.
+// the same words config.cc's errors use. Invalid UTF-8 (possible here, unlike in a parsed JSON
+// string) is shown as U+FFFD rather than thrown about: cidr_fuzz's first run found that.
 std::string Shown(std::string_view text) {
-  std::string shown = nlohmann::json(std::string(text)).dump();
+  std::string shown = nlohmann::json(std::string(text))
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (shown.size() <= 60) return shown;
   size_t cut = 57;
   while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
