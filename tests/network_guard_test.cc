@@ -268,6 +268,19 @@ TEST(ParseCidr, RefusesMalformedNetworksWithTheReason) {
   }
 }
 
+// Regression: cidr_fuzz's first run. Config strings are valid UTF-8 (parsed JSON), but
+// ParseCidr is public, and quoting the bytes in its reason threw from nlohmann's dump.
+TEST(ParseCidr, RefusesInvalidUtf8WithAReasonInsteadOfThrowing) {
+  auto parsed = ParseCidr(
+      "192.\xef"
+      "168.1.77/20");
+  ASSERT_TRUE(std::holds_alternative<std::string>(parsed));
+  EXPECT_EQ(std::get<std::string>(parsed),
+            "must be an IPv4 or IPv6 network such as \"10.0.0.0/8\" or \"fd00::/8\", not "
+            "\"192.\xef\xbf\xbd"
+            "168.1.77/20\"");
+}
+
 TEST(Network, ContainsOnlyItsOwnFamilyAndPrefix) {
   Network net = Cidr("10.0.0.0/9");
   uint8_t inside[4] = {10, 127, 255, 255};
