@@ -23,6 +23,15 @@
 #                                        # recording on and off (BULKHEAD_METRICS_RECORDING=off,
 #                                        # docs/metrics.md) in turn, ENGINE_BENCH_PAIRS (3) times
 #                                        # each, 50,000 jobs; the ratio of the medians
+#   load/engine_bench.sh binary-swap     # this build's node against an earlier one's, side by
+#                                        # side: ENGINE_BENCH_BEFORE names a folder with the
+#                                        # earlier build's bulkhead and bulkhead-engine-bench,
+#                                        # copied out of this tree's build/bin/ (each bench binary
+#                                        # starts build/bin/bulkhead and migrates to its own
+#                                        # schema, so both are swapped, and the database is made
+#                                        # afresh for every run); the caps-cost burst with each in
+#                                        # turn, ENGINE_BENCH_PAIRS (3) times, the order swapped
+#                                        # every other pair; the ratio of the medians
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
@@ -106,6 +115,44 @@ metrics_side_by_side() {
   summary+=("$label: recording on ${on[*]} -> median $mon; off ${off[*]} -> median $moff; on/off $ratio")
 }
 
+# binary_swap JOBS ARGS…: the burst with the earlier build (ENGINE_BENCH_BEFORE) and this one in
+# turn; build/bin/bulkhead is put back however the run ends.
+binary_swap() {
+  local before=${ENGINE_BENCH_BEFORE:?binary-swap needs ENGINE_BENCH_BEFORE=DIR}
+  local jobs=${ENGINE_BENCH_JOBS:-$1}; shift
+  local label="binary-swap (20 channels, 20 tenants, 200 workers, share 0.5), $jobs jobs"
+  local this=.run/bench-swap/bulkhead.this
+  mkdir -p .run/bench-swap
+  cp build/bin/bulkhead "$this"
+  trap 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead;
+        load/embedded_postgres.sh stop "$run"' EXIT
+  local old=() new=() pairs=${ENGINE_BENCH_PAIRS:-3} out rate load order node runner
+  for ((i = 1; i <= pairs; i++)); do
+    if ((i % 2)); then order="before this"; else order="this before"; fi
+    for which in $order; do
+      if [ "$which" = before ]; then
+        node="$before/bulkhead" runner="$before/bulkhead-engine-bench"
+      else
+        node="$this" runner="$bench"
+      fi
+      cp "$node" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
+      "$bindir/psql" -X -q "$conn" -c "DROP DATABASE engine_bench" -c "CREATE DATABASE engine_bench"
+      echo "--- $label, pair $i, $which"
+      out=$("$runner" throughput --database "$db" --jobs "$jobs" --share 0.5 "$@")
+      echo "$out"
+      rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
+      load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
+      if [ "$which" = before ]; then old+=("$rate"); else new+=("$rate"); fi
+      summary+=("$label  pair $i  $which  $rate deliveries/s  load $load")
+    done
+  done
+  local mo mn ratio
+  mo=$(median "${old[@]}")
+  mn=$(median "${new[@]}")
+  ratio=$(awk -v a="$mn" -v b="$mo" 'BEGIN { printf "%.3f", a / b }')
+  summary+=("$label: before ${old[*]} -> median $mo; this ${new[*]} -> median $mn; this/before $ratio")
+}
+
 summary=()
 for mode in $modes; do
   case "$mode" in
@@ -128,12 +175,14 @@ for mode in $modes; do
         --workers "${ENGINE_BENCH_WORKERS:-200}" ;;
     metrics-cost)
       metrics_side_by_side 50000 --channels 20 --workers 200 ;;
+    binary-swap)
+      binary_swap 50000 --channels 20 --workers 200 ;;
     isolation)
       "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, caps-cost, caps-bind, metrics-cost, isolation, churn)" >&2; exit 2 ;;
+         "(throughput, latency, caps-cost, caps-bind, metrics-cost, binary-swap, isolation, churn)" >&2; exit 2 ;;
   esac
   echo
 done

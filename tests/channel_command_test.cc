@@ -1,6 +1,7 @@
-// `bulkhead channel add | show | disable | enable` as an operator runs them: the real binary
-// against a real database, the rows they change, what enqueue does afterwards, and their bad
-// input. (pause and resume are in admin_command_test.cc.)
+// `bulkhead channel add | show | disable | enable | rotate-secret` as an operator runs them: the
+// real binary against a real database, the rows they change, what enqueue does afterwards, and
+// their bad input — including that no secret is ever echoed back. (pause and resume are in
+// admin_command_test.cc.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -150,6 +151,194 @@ TEST_F(ChannelCommandTest, DisableAndEnableOfAnUnknownChannelExitOne) {
   EXPECT_EQ(e.err, "bulkhead channel enable: no channel with id 999999\n");
 }
 
+// ---- rotate-secret -------------------------------------------------------------------------
+
+// Padded base64 of 32 key bytes, valid for --secret.
+constexpr const char* kGivenSecret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+TEST_F(ChannelCommandTest, RotateSecretPrintsTheNewSecretOnceAndKeepsTheOldOneForADay) {
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  const std::string old_secret = Secret(channel);
+  CommandResult r = Run({"channel", "rotate-secret", id});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      r.out, m,
+      std::regex("channel " + id +
+                 R"(: secret rotated; requests are signed with the new secret and 1 old one )"
+                 R"(until (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\n)"
+                 R"(secret (whsec_\S+)\nThe secret is shown only this once: give it to the )"
+                 R"(receiver now\.\n)")))
+      << r.out;
+  const std::string new_secret = m[2].str();
+  EXPECT_EQ(new_secret, Secret(channel));
+  EXPECT_NE(new_secret, old_secret);
+  EXPECT_EQ(r.out.find(old_secret), std::string::npos);  // only the new secret, once
+  EXPECT_EQ(r.out.find(new_secret), r.out.rfind(new_secret));
+  // The old secret is kept for 24 h, and the claim's gate says until when.
+  EXPECT_TRUE(QueryValue<bool>(db(), "SELECT secret = '" + old_secret +
+                                         "' AND expires_at - retired_at = interval '24 hours' FROM "
+                                         "bulkhead.channel_secrets WHERE channel_id = " +
+                                         id));
+  EXPECT_TRUE(QueryValue<bool>(
+      db(),
+      "SELECT old_secrets_until = (SELECT expires_at FROM bulkhead.channel_secrets) "
+      "FROM bulkhead.channels WHERE id = " +
+          id));
+
+  // `channel show` says how many old secrets and until when, never which.
+  CommandResult show = Run({"channel", "show", id});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("secrets   current + 1 old (rotation), signed with until " + m[1].str()),
+            std::string::npos)
+      << show.out;
+  EXPECT_EQ(show.out.find("whsec_"), std::string::npos);
+  CommandResult json = Run({"channel", "show", id, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out.find("whsec_"), std::string::npos);
+  nlohmann::json out = nlohmann::json::parse(json.out);
+  EXPECT_EQ(out["old_secrets"], 1);
+  EXPECT_EQ(out["old_secrets_until"], m[1].str());
+
+  // A second rotation keeps both old secrets, each with its own window.
+  CommandResult again = Run({"channel", "rotate-secret", id, "--keep-old", "90s"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("the new secret and 2 old ones until " + m[1].str()), std::string::npos)
+      << again.out;
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 2);
+  EXPECT_TRUE(QueryValue<bool>(db(),
+                               "SELECT expires_at - retired_at = interval '90 seconds' FROM "
+                               "bulkhead.channel_secrets WHERE secret = '" +
+                                   new_secret + "'"));
+}
+
+TEST_F(ChannelCommandTest, RotateSecretWithKeepOldZeroRetiresEveryOldSecretAtOnce) {
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  ASSERT_EQ(Run({"channel", "rotate-secret", id}).exit_code, 0);
+  ASSERT_EQ(Run({"channel", "rotate-secret", id, "--keep-old=7d"}).exit_code, 0);
+  ASSERT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 2);
+  CommandResult r = Run({"channel", "rotate-secret", id, "--keep-old", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("channel " + id +
+                                ": secret rotated; old secrets retired: requests are signed "
+                                "with the new secret only\nsecret whsec_"))
+      << r.out;
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 0);
+  EXPECT_TRUE(QueryValue<bool>(
+      db(), "SELECT old_secrets_until IS NULL FROM bulkhead.channels WHERE id = " + id));
+  CommandResult show = Run({"channel", "show", id});
+  EXPECT_NE(show.out.find("secrets   current only\n"), std::string::npos) << show.out;
+  EXPECT_EQ(nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out)["old_secrets_until"],
+            nullptr);
+}
+
+TEST_F(ChannelCommandTest, RotateSecretTakesAGivenSecretWithoutPrintingIt) {
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  const std::string first = Secret(channel);
+  CommandResult r = Run({"channel", "rotate-secret", id, "--secret", kGivenSecret});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Secret(channel), kGivenSecret);
+  EXPECT_EQ(r.out.find("whsec_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nsecret as given with --secret\n"), std::string::npos) << r.out;
+
+  // The current secret again: refused, nothing changes.
+  CommandResult same = Run({"channel", "rotate-secret", id, "--secret", kGivenSecret});
+  EXPECT_EQ(same.exit_code, 1);
+  EXPECT_EQ(same.out, "");
+  EXPECT_EQ(same.err, "bulkhead channel rotate-secret: --secret is already channel " + id +
+                          "'s current secret; nothing changed\n");
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 1);
+
+  // Back to the first secret, still in its window: it becomes current and is no longer old.
+  CommandResult back = Run({"channel", "rotate-secret", id, "--secret", first});
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(Secret(channel), first);
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT string_agg(secret, ' ') FROM "
+                                    "bulkhead.channel_secrets"),
+            kGivenSecret);
+
+  CommandResult missing = Run({"channel", "rotate-secret", "999999"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "bulkhead channel rotate-secret: no channel with id 999999\n");
+}
+
+TEST(ChannelCli, RotateSecretRefusesBadInputWithoutEchoingASecret) {
+  const std::vector<std::string> bad = {
+      "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa",                  // not whole groups
+      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY",     // padding left out
+      "whsec_QUJDREVGR0hJSktMTU5PUFFS",                        // 18 bytes: too short
+      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",          // no prefix
+      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",  // a newline after
+      "whsec_" + std::string(120, 'A'),                        // 90 bytes: too long
+      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAx-jM0NTY3ODlhYmNkZWY=",    // URL-safe alphabet
+  };
+  for (const std::string& secret : bad) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"channel", "rotate-secret", "7", "--secret", secret},
+          std::vector<std::string>{"channel", "rotate-secret", "7", "--secret=" + secret}}) {
+      CommandResult r = Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}});
+      EXPECT_EQ(r.exit_code, 2) << secret;
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(testing::Lines(r.err), 1) << r.err;
+      EXPECT_NE(r.err.find("--secret must be whsec_ followed by padded standard base64"),
+                std::string::npos)
+          << r.err;
+      // Neither the secret nor its key part comes back.
+      EXPECT_EQ(r.err.find(secret.substr(6, 20)), std::string::npos) << r.err;
+    }
+  }
+  // A secret in the wrong place (without --secret, or as CHANNEL) is not quoted either.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"channel", "rotate-secret", "7", kGivenSecret},
+        std::vector<std::string>{"channel", "rotate-secret", kGivenSecret},
+        std::vector<std::string>{"channel", "rotate-secret", "--", "7", kGivenSecret}}) {
+    CommandResult r = Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(testing::Lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.find("MDEyMzQ1"), std::string::npos) << r.err;
+  }
+  ExpectUsageError({"channel", "rotate-secret"}, "missing CHANNEL");
+  ExpectUsageError({"channel", "rotate-secret", "7", "--keep-old", "forever"},
+                   "--keep-old must be 0 or a duration like 90s");
+  ExpectUsageError({"channel", "rotate-secret", "7", "--keep-old", "-1h"}, "--keep-old must be");
+  ExpectUsageError({"channel", "rotate-secret", "7", "--secret"}, "--secret needs a whsec_ secret");
+}
+
+// PostgreSQL puts the failing row, secret included, in the DETAIL of a check violation. The CLI
+// prints only the first line of a database error: a constraint of the operator's own that
+// refuses the new secret must not make the CLI print it.
+TEST_F(ChannelCommandTest, ADatabaseErrorNeverQuotesTheSecret) {
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  const std::string before = Secret(channel);
+  Exec(
+      "ALTER TABLE bulkhead.channels ADD CONSTRAINT channels_no_test_keys "
+      "CHECK (secret NOT LIKE 'whsec_MDEy%')");
+  // The premise: libpq's message does carry the row, secret and all.
+  try {
+    Exec("UPDATE bulkhead.channels SET secret = '" + std::string(kGivenSecret) + "'");
+    ADD_FAILURE() << "the constraint did not refuse the secret";
+  } catch (const pqxx::check_violation& e) {
+    ASSERT_NE(std::string(e.what()).find(kGivenSecret), std::string::npos) << e.what();
+  }
+  CommandResult r = Run({"channel", "rotate-secret", id, "--secret", kGivenSecret});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "bulkhead channel rotate-secret: database error: ERROR:  new row for relation "
+            "\"channels\" violates check constraint \"channels_no_test_keys\"\n");
+  EXPECT_EQ(r.err.find("MDEy"), std::string::npos);
+  EXPECT_EQ(r.err.find(before), std::string::npos);
+  // Rolled back as a whole: the old secret is current and nothing was retired.
+  EXPECT_EQ(Secret(channel), before);
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 0);
+}
+
 TEST(ChannelCli, UsageErrorsExitTwoWithOneLine) {
   ExpectUsageError({"channel", "add", "--url", "http://a/b"}, "missing --tenant TENANT");
   ExpectUsageError({"channel", "add", "--tenant", "acme"}, "missing --url URL");
@@ -168,7 +357,7 @@ TEST(ChannelCli, UsageErrorsExitTwoWithOneLine) {
 }
 
 TEST(ChannelCli, HelpAndUnreachableDatabase) {
-  for (const char* sub : {"add", "show", "disable", "enable"}) {
+  for (const char* sub : {"add", "show", "disable", "enable", "rotate-secret"}) {
     CommandResult help = Bulkhead({"channel", sub, "--help"});
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find(std::string("usage: bulkhead channel ") + sub), std::string::npos);
@@ -177,7 +366,8 @@ TEST(ChannelCli, HelpAndUnreachableDatabase) {
       {{"channel", "add", "--tenant", "a", "--url", "http://a/"},
        {"channel", "show", "7"},
        {"channel", "disable", "7", "--reason", "x"},
-       {"channel", "enable", "7"}});
+       {"channel", "enable", "7"},
+       {"channel", "rotate-secret", "7", "--secret", kGivenSecret}});
 }
 
 }  // namespace

@@ -110,6 +110,51 @@ TEST_F(MigratorTest, UpAfterDownGivesBackTheIdenticalSchema) {
   EXPECT_EQ(SchemaDump(), first);
 }
 
+// 0004_secrets on a database with a rotated channel: down drops the old secrets and the gate
+// column and keeps every channel's current secret; up again restores the identical schema.
+TEST_F(MigratorTest, SecretRotationMigrationGoesDownAndUpAgainKeepingCurrentSecrets) {
+  ASSERT_GE(kNewest, 4);
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  const std::string full = SchemaDump();
+  ASSERT_NE(full.find("CREATE TABLE bulkhead.channel_secrets"), std::string::npos);
+  int64_t tenant = testing::CreateTenant(db(), "acme", "default");
+  int64_t channel = testing::CreateChannel(db(), tenant, "http://127.0.0.1:9/x");
+  const std::string id = std::to_string(channel);
+  {
+    pqxx::work tx(db());
+    tx.exec(
+        "INSERT INTO bulkhead.channel_secrets (channel_id, secret, expires_at) SELECT id, "
+        "secret, now() + interval '1 hour' FROM bulkhead.channels");
+    tx.exec(
+        "UPDATE bulkhead.channels SET secret = bulkhead.new_secret(), old_secrets_until = "
+        "now() + interval '1 hour'");
+    tx.commit();
+  }
+  const std::string current =
+      QueryValue<std::string>(db(), "SELECT secret FROM bulkhead.channels WHERE id = " + id);
+
+  // Down to 0003: the table, the column and the index go; the channel keeps its secret.
+  Migrator::Result down = migrator.Down(kNewest - 3);
+  ASSERT_TRUE(down.ok()) << down.error;
+  EXPECT_EQ(migrator.DatabaseVersion(), 3);
+  EXPECT_FALSE(Exists("bulkhead.channel_secrets"));
+  EXPECT_FALSE(Exists("bulkhead.channels_old_secrets_until"));
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT count(*) FROM information_schema.columns WHERE "
+                            "table_schema = 'bulkhead' AND column_name = "
+                            "'old_secrets_until'"),
+            0);
+  EXPECT_EQ(QueryValue<std::string>(db(), "SELECT secret FROM bulkhead.channels WHERE id = " + id),
+            current);
+
+  ASSERT_TRUE(migrator.Up().ok());
+  EXPECT_EQ(SchemaDump(), full);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 0);
+  EXPECT_TRUE(QueryValue<bool>(
+      db(), "SELECT old_secrets_until IS NULL FROM bulkhead.channels WHERE id = " + id));
+}
+
 TEST_F(MigratorTest, DownStopsWhenNothingIsLeftToReverse) {
   Migrator migrator(db(), EmbeddedMigrations());
   ASSERT_TRUE(migrator.Up().ok());

@@ -273,6 +273,28 @@ TEST_F(MockProviderTest, VerifiesSignaturesAgainstTheGivenSecrets) {
   EXPECT_EQ(Send(Url("/_mock/secrets"), "POST", "[\"not a secret\"]").status, 400);
 }
 
+// The receiver's rule during a rotation: the worker's header (SignWebhookAll: new secret first,
+// then the old one) verifies with either secret alone, and with neither it does not.
+TEST_F(MockProviderTest, AcceptsARotationHeaderWhenAnyOfItsSignaturesVerifies) {
+  const std::string old_secret = kSecret;
+  const std::string new_secret = "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=";
+  const std::string other = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::string body = R"({"n": 2})";
+  const std::vector<std::string> old_secrets = {old_secret};
+  const std::string header = *SignWebhookAll(new_secret, old_secrets, "10", 1700000000, body);
+  auto check = [&](const std::string& secret) {
+    EXPECT_EQ(Send(Url("/_mock/secrets"), "POST", "[\"" + secret + "\"]").status, 200);
+    Send(Url("/hook/rotation"), "POST", body,
+         {"webhook-id: 10", "webhook-timestamp: 1700000000", "webhook-signature: " + header});
+  };
+  check(old_secret);  // a receiver that has not switched yet: the second signature verifies
+  check(new_secret);  // one that has: the first verifies
+  check(other);       // neither
+  auto signatures = Route("/hook/rotation")["signatures"];
+  EXPECT_EQ(signatures["valid"], 2);
+  EXPECT_EQ(signatures["invalid"], 1);
+}
+
 TEST_F(MockProviderTest, HoldsTwoThousandUnansweredConnections) {
   // Both ends live in this process: two descriptors a connection, under the limit the mock
   // raised to the hard one. A machine with a lower hard limit tests fewer.

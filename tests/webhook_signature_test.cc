@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -29,6 +30,43 @@ TEST(WebhookSignature, ChangesWithTheIdTheTimestampAndTheBody) {
   EXPECT_NE(SignWebhook(secret, "msg_1", 1614265331, "{}"), reference);
   EXPECT_NE(SignWebhook(secret, "msg_1", 1614265330, "{ }"), reference);
   EXPECT_EQ(SignWebhook(secret, "msg_1", 1614265330, "{}"), reference);
+}
+
+// ---- Several secrets: a rotation (Standard Webhooks, "Signature scheme") -----------------
+
+TEST(WebhookSignature, SignsWithTheCurrentSecretAloneWhenThereIsNoOldOne) {
+  const std::string secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  EXPECT_EQ(SignWebhookAll(secret, {}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330,
+                           R"({"test": 2432232314})"),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+}
+
+TEST(WebhookSignature, SignsWithEverySecretSpaceSeparatedCurrentFirst) {
+  // The specification's vector as the current secret, and two old ones in the order given.
+  const std::string current = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::vector<std::string> old = {"whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+                                        "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="};
+  const std::string id = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+  const std::string body = R"({"test": 2432232314})";
+  std::optional<std::string> header = SignWebhookAll(current, old, id, 1614265330, body);
+  ASSERT_TRUE(header);
+  EXPECT_EQ(*header, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= " +
+                         *SignWebhook(old[0], id, 1614265330, body) + " " +
+                         *SignWebhook(old[1], id, 1614265330, body));
+  // Three "v1," + 44-character signatures and exactly two single spaces.
+  EXPECT_EQ(header->size(), 3 * 47 + 2);
+  EXPECT_EQ(std::count(header->begin(), header->end(), ' '), 2);
+  EXPECT_NE(SignWebhook(old[0], id, 1614265330, body), SignWebhook(old[1], id, 1614265330, body));
+}
+
+TEST(WebhookSignature, LeavesOutAnOldSecretThatCannotSignButNeedsTheCurrentOne) {
+  const std::string good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::vector<std::string> old = {"whsec_not base64", good};
+  EXPECT_EQ(SignWebhookAll(good, old, "msg_1", 1614265330, "{}"),
+            *SignWebhook(good, "msg_1", 1614265330, "{}") + " " +
+                *SignWebhook(good, "msg_1", 1614265330, "{}"));
+  const std::vector<std::string> just_good = {good};
+  EXPECT_EQ(SignWebhookAll("whsec_", just_good, "msg_1", 1614265330, "{}"), std::nullopt);
 }
 
 // ---- An independent HMAC: openssl dgst and coreutils base64, in a shell -----------------

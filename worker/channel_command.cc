@@ -12,6 +12,7 @@
 #include "cli_common.h"
 #include "exit_codes.h"
 #include "job_store.h"
+#include "webhook_signature.h"
 
 namespace bulkhead {
 namespace {
@@ -199,7 +200,11 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
            {{"available", c->available},
             {"scheduled", c->scheduled},
             {"executing", c->executing},
-            {"parked", c->parked}}}};
+            {"parked", c->parked}}},
+          {"old_secrets", c->old_secrets},
+          {"old_secrets_until", c->old_secrets == 0
+                                    ? nlohmann::ordered_json()
+                                    : nlohmann::ordered_json(c->old_secrets_until)}};
       std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return kExitOk;
     }
@@ -215,7 +220,16 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
     if (c->breaker_state != "closed") {
       std::cout << " (trips " << c->breaker_trips << ": " << cli::OneLine(c->breaker_reason) << ")";
     }
-    std::cout << "\njobs      " << Backlog(*c) << "\n";
+    std::cout << "\njobs      " << Backlog(*c) << "\n"
+              << "secrets   current";
+    if (c->old_secrets > 0) {
+      // How many and until when, never which: the text of a secret is printed only when made.
+      std::cout << " + " << c->old_secrets << " old (rotation), signed with until "
+                << c->old_secrets_until;
+    } else {
+      std::cout << " only";
+    }
+    std::cout << "\n";
     return kExitOk;
   });
 }
@@ -271,6 +285,109 @@ int RunEnable(const Subcommand& sub, std::span<const std::string_view> args) {
   });
 }
 
+// A secret an operator gives with --secret, checked before anything reaches the database: the
+// shape channels_secret_format accepts (whole, padded base64 groups) and the key length the
+// Standard Webhooks specification asks for, 24 to 64 bytes.
+bool IsGoodNewSecret(std::string_view secret) {
+  std::optional<std::string> key = DecodeWebhookSecret(secret);
+  constexpr size_t kPrefix = 6;  // "whsec_"
+  return key && (secret.size() - kPrefix) % 4 == 0 && key->size() >= 24 && key->size() <= 64;
+}
+
+// --keep-old: "0" (or "0s", "0m", …: retire the old secrets at once) or a duration
+// (cli::ParseDuration). Seconds, or nullopt.
+std::optional<int64_t> ParseKeepOld(std::string_view word) {
+  std::string_view digits = word;
+  if (!digits.empty() && std::string_view("smhd").find(digits.back()) != std::string_view::npos) {
+    digits.remove_suffix(1);
+  }
+  if (!digits.empty() && digits.find_first_not_of('0') == std::string_view::npos) return 0;
+  return cli::ParseDuration(word);
+}
+
+constexpr int64_t kDefaultKeepOldS = 24 * 3600;
+
+int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  // A secret typed in the wrong place (without --secret, or as CHANNEL) must not come back in
+  // a usage error, which cli::Parse would quote: count the positional words first, and never
+  // quote one here.
+  size_t positional = 0;
+  bool options_ended = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "-h" || arg == "--help") break;  // cli::Parse prints the help
+    if (!options_ended && arg == "--") {
+      options_ended = true;
+    } else if (!options_ended && arg.starts_with("--")) {
+      if (arg.find('=') == std::string_view::npos &&
+          (arg == "--secret" || arg == "--keep-old" || arg == "--database" || arg == "--config")) {
+        ++i;  // its value
+      }
+    } else if (++positional > 1) {
+      return cli::UsageError(command,
+                             "takes one CHANNEL; a new secret goes after --secret (the extra "
+                             "word is not repeated here)");
+    }
+  }
+  auto parsed =
+      cli::Parse(command, args,
+                 {.options = {{"--secret", "a whsec_ secret"}, {"--keep-old", "a duration"}},
+                  .max_positional = 1},
+                 [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  if (words.positional.empty()) return cli::UsageError(command, "missing CHANNEL");
+  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
+  if (!channel) {
+    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id)");
+  }
+  std::optional<std::string> secret = words.Value("--secret");
+  if (secret && !IsGoodNewSecret(*secret)) {
+    return cli::UsageError(command,
+                           "--secret must be whsec_ followed by padded standard base64 of a 24- "
+                           "to 64-byte key (the value is not repeated here)");
+  }
+  int64_t keep_s = kDefaultKeepOldS;
+  if (std::optional<std::string> keep = words.Value("--keep-old")) {
+    std::optional<int64_t> parsed_keep = ParseKeepOld(*keep);
+    if (!parsed_keep) {
+      return cli::UsageError(command,
+                             "--keep-old must be 0 or a duration like 90s, 15m, 24h, 7d, "
+                             "not '" +
+                                 cli::OneLine(*keep) + "'");
+    }
+    keep_s = *parsed_keep;
+  }
+  return cli::WithStore(command, words, [&](JobStore& store) {
+    JobStore::SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
+    if (r.outcome == JobStore::SecretRotation::kNoSuchChannel) {
+      return NoSuchChannel(command, *channel);
+    }
+    if (r.outcome == JobStore::SecretRotation::kSameSecret) {
+      std::cerr << command << ": --secret is already channel " << *channel
+                << "'s current secret; nothing changed\n";
+      return kExitFailure;
+    }
+    std::cout << "channel " << *channel << ": secret rotated; ";
+    if (r.old_secrets > 0) {
+      std::cout << "requests are signed with the new secret and " << r.old_secrets << " old "
+                << (r.old_secrets == 1 ? "one" : "ones") << " until " << r.old_secrets_until
+                << "\n";
+    } else {
+      std::cout << "old secrets retired: requests are signed with the new secret only\n";
+    }
+    if (secret) {
+      std::cout << "secret as given with --secret\n";
+    } else {
+      // The secret is printed here and nowhere else: `channel show` never prints it.
+      std::cout << "secret " << r.secret
+                << "\nThe secret is shown only this once: give it to the receiver now.\n";
+    }
+    return kExitOk;
+  });
+}
+
 constexpr Subcommand kSubcommands[] = {
     {"add", "add --tenant TENANT --url URL [--database URL]",
      "add a channel; prints its id and secret once",
@@ -282,10 +399,12 @@ https://.
      RunAdd},
     {"show", "show CHANNEL [--json] [--database URL]", "a channel's settings, breaker and jobs",
      R"(Shows the channel: tenant and tier, URL, enabled (or why it is disabled), paused, its
-breaker, and its waiting jobs by state (available, scheduled, executing, parked). Never its
-secret. --json prints one object with the keys id, tenant_id, tenant, tier, url, created_at,
-enabled, disabled_reason (null while enabled), paused, breaker {state, trips, reason} and
-jobs {available, scheduled, executing, parked}.
+breaker, its waiting jobs by state (available, scheduled, executing, parked), and how many old
+secrets (after a rotate-secret) are still signed with and until when. Never a secret.
+--json prints one object with the keys id, tenant_id, tenant, tier, url, created_at,
+enabled, disabled_reason (null while enabled), paused, breaker {state, trips, reason},
+jobs {available, scheduled, executing, parked}, old_secrets (a count) and old_secrets_until
+(null when there is none).
 )",
      RunShow},
     {"disable", "disable CHANNEL --reason TEXT [--database URL]",
@@ -317,6 +436,20 @@ closed, the backlog stays parked until the breaker's probe succeeds or an operat
 `bulkhead breaker reset CHANNEL`.
 )",
      RunResume},
+    {"rotate-secret",
+     "rotate-secret CHANNEL [--secret whsec_…] [--keep-old DURATION] [--database URL]",
+     "a new secret; the old one is still signed with for a window",
+     R"(Gives the channel a new Standard Webhooks secret: a fresh one from bulkhead.new_secret(),
+printed once on stdout (give it to the receiver), or the one given with --secret (whsec_ and
+padded standard base64 of a 24- to 64-byte key; not printed back). The old secret is not
+dropped at once: for --keep-old DURATION (default 24h; 90s, 15m, 24h, 7d) every request is
+signed with the new secret and the old one, space-separated in webhook-signature, so a
+receiver that knows either verifies it; switch the receiver within that window. --keep-old 0
+drops the old secret, and any older one still in its window, at once. Old secrets of earlier
+rotations keep their own windows. `channel show` says how many old secrets are still signed
+with and until when.
+)",
+     RunRotateSecret},
 };
 
 const cli::SubcommandVerb& Verb() {

@@ -5,6 +5,21 @@
 namespace bulkhead {
 namespace {
 
+// The old secrets of a claimed row's channel that are still in their rotation window, newest
+// retired first, space-separated (secrets contain no space); NULL when there is none
+// (migration 0004, ADR 0008). The gate `old_secrets_until > now()` is a column of the row the
+// claim already has: PostgreSQL evaluates a CASE branch only when it is taken, so the lookup
+// (channel_secrets_pkey) runs only for claimed rows of a channel in a rotation, and a fleet
+// that never rotates pays one NULL column. The sub-select's own `expires_at > now()` drops
+// secrets whose window ended even before the leader prunes them.
+// clang-format off
+#define BULKHEAD_OLD_SECRETS(row)                                                   \
+  "CASE WHEN " row ".old_secrets_until > now() THEN"                                \
+  " (SELECT string_agg(s.secret, ' ' ORDER BY s.retired_at DESC, s.secret)"         \
+  "    FROM bulkhead.channel_secrets s"                                             \
+  "   WHERE s.channel_id = " row ".channel_id AND s.expires_at > now()) END"
+// clang-format on
+
 // claim: the heart of the queue.
 //
 // - One statement, one round trip: it picks and locks, marks the jobs executing with attempt + 1,
@@ -139,13 +154,14 @@ WITH flying AS (
          LATERAL (SELECT ch.breaker_state = 'closed' AND NOT ch.paused) AS flow(ok)
    WHERE j.id = picked.id AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
-            ch.url, ch.secret, j.priority, j.scheduled_at, j.state
+            ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until
 )
 SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
        state = 'parked' AS parked,
        -- The queue wait (bulkhead_queue_wait_seconds): from enqueue, or the retry's
        -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
-       greatest(extract(epoch FROM now() - scheduled_at), 0)::float8 AS wait_s
+       greatest(extract(epoch FROM now() - scheduled_at), 0)::float8 AS wait_s,
+       CASE WHEN state = 'executing' THEN )sql" BULKHEAD_OLD_SECRETS("claimed") R"sql( END
   FROM claimed
  ORDER BY priority, scheduled_at, id
 )sql";
@@ -416,6 +432,21 @@ DELETE FROM bulkhead.jobs
                LIMIT $2)
 )sql";
 
+// prune_old_secrets: deletes old channel secrets whose rotation window ended, and clears the
+// claim's gate (channels.old_secrets_until) of channels whose last old secret has expired,
+// through channels_old_secrets_until. The clearing tests the gate on the row as it is when the
+// UPDATE reaches it, not on a snapshot: a rotation that moved the gate forward meanwhile keeps
+// it. Few rows (rotations are rare), so unbatched. Returns the secrets deleted.
+constexpr const char* kPruneOldSecretsSql = R"sql(
+WITH pruned AS (
+  DELETE FROM bulkhead.channel_secrets WHERE expires_at <= now() RETURNING 1
+), cleared AS (
+  UPDATE bulkhead.channels SET old_secrets_until = NULL WHERE old_secrets_until <= now()
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM pruned), (SELECT count(*) FROM cleared)
+)sql";
+
 // ---- The breaker: every transition one compare-and-set statement ---------------------------
 //
 // A transition's WHERE names the state it leaves (and, for a probe's answer, the probe's job),
@@ -489,9 +520,13 @@ WITH due AS (
     FROM chosen, bulkhead.channels AS ch
    WHERE j.id = chosen.job_id AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
-            ch.url, ch.secret
+            ch.url, ch.secret, ch.old_secrets_until
 )
-SELECT claimed.*, (SELECT count(*) FROM probing) FROM claimed
+SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claimed.max_attempts,
+       claimed.payload, claimed.url, claimed.secret,
+       )sql" BULKHEAD_OLD_SECRETS("claimed") R"sql(,
+       (SELECT count(*) FROM probing)
+  FROM claimed
 )sql";
 
 // close_breaker: half_open → closed after this probe succeeded, returning the parked backlog
@@ -963,9 +998,52 @@ SELECT ch.id, t.id, t.name, t.tier, ch.url, )sql" BULKHEAD_UTC("ch.created_at") 
        (SELECT count(*) FROM bulkhead.jobs j
          WHERE j.channel_id = ch.id AND j.state = 'available' AND j.scheduled_at > now()),
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'executing'),
-       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
-  FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked'),
+       old.n, coalesce()sql" BULKHEAD_UTC("old.until") R"sql(, '')
+  FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id,
+       LATERAL (SELECT count(*) AS n, max(s.expires_at) AS until
+                  FROM bulkhead.channel_secrets s
+                 WHERE s.channel_id = ch.id AND s.expires_at > now()) AS old
  WHERE ch.id = $1
+)sql";
+
+// ---- rotate-secret: one transaction of four statements, in this order -------------------
+//
+// rotate_lock: locks the channel's row for the rotation (a second rotation of the same channel
+// waits) and says whether the given new secret ($2, '' when one is to be generated) is already
+// the current one. No row: no such channel. The secrets are compared here, never read out.
+constexpr const char* kRotateLockSql = R"sql(
+SELECT secret = $2 FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
+)sql";
+
+// rotate_drop: deletes the channel's old secrets that are expired, that equal the new secret
+// ($3; it becomes current again), or all of them when the window ($2 seconds) is 0.
+constexpr const char* kRotateDropSql = R"sql(
+DELETE FROM bulkhead.channel_secrets
+ WHERE channel_id = $1 AND ($2 = 0 OR expires_at <= now() OR secret = $3)
+)sql";
+
+// rotate_retire: the current secret becomes an old one, valid for $2 seconds more (> 0).
+constexpr const char* kRotateRetireSql = R"sql(
+INSERT INTO bulkhead.channel_secrets (channel_id, secret, expires_at)
+SELECT id, secret, now() + $2 * interval '1 second' FROM bulkhead.channels WHERE id = $1
+ON CONFLICT (channel_id, secret) DO UPDATE
+   SET retired_at = now(),
+       expires_at = greatest(bulkhead.channel_secrets.expires_at, excluded.expires_at)
+)sql";
+
+// rotate_set: the new current secret ($2, or bulkhead.new_secret() when ''), checked by
+// channels_secret_format, and the claim's gate recomputed from the old secrets left. Returns
+// the new secret (for the operator, once), how many old secrets stay valid, and until when.
+constexpr const char* kRotateSetSql = R"sql(
+UPDATE bulkhead.channels AS ch
+   SET secret = coalesce(nullif($2, ''), bulkhead.new_secret()),
+       old_secrets_until = (SELECT max(s.expires_at) FROM bulkhead.channel_secrets s
+                             WHERE s.channel_id = ch.id)
+ WHERE ch.id = $1
+RETURNING ch.secret,
+          (SELECT count(*) FROM bulkhead.channel_secrets s WHERE s.channel_id = ch.id),
+          coalesce()sql" BULKHEAD_UTC("ch.old_secrets_until") R"sql(, '')
 )sql";
 
 // disable_channel: enqueue refuses the channel from now on (bulkhead.route), and its waiting
@@ -1038,6 +1116,7 @@ SELECT tenant.id, tenant.name, tenant.tier, )sql" BULKHEAD_UTC("tenant.created_a
 )sql";
 
 #undef BULKHEAD_UTC
+#undef BULKHEAD_OLD_SECRETS
 
 template <typename T>
 int Written(const T& result) {
@@ -1045,11 +1124,28 @@ int Written(const T& result) {
 }
 
 // A row of claim or claim_probes: id, channel_id, tenant_id, attempt, max_attempts, payload,
-// url, secret.
-ClaimedJob ClaimedFromRow(const pqxx::row& row) {
-  return {row[0].as<int64_t>(),     row[1].as<int64_t>(),    row[2].as<int64_t>(),
-          row[3].as<int>(),         row[4].as<int>(),        row[5].as<std::string>(),
-          row[6].as<std::string>(), row[7].as<std::string>()};
+// url, secret, and at `old_secrets` the space-separated old secrets (NULL: none).
+ClaimedJob ClaimedFromRow(const pqxx::row& row, int old_secrets) {
+  ClaimedJob job;
+  job.id = row[0].as<int64_t>();
+  job.channel_id = row[1].as<int64_t>();
+  job.tenant_id = row[2].as<int64_t>();
+  job.attempt = row[3].as<int>();
+  job.max_attempts = row[4].as<int>();
+  job.payload = row[5].as<std::string>();
+  job.url = row[6].as<std::string>();
+  job.secret = row[7].as<std::string>();
+  const pqxx::field old = row[old_secrets];
+  if (!old.is_null()) {
+    std::string_view rest = old.c_str();
+    while (!rest.empty()) {
+      size_t space = rest.find(' ');
+      job.old_secrets.emplace_back(rest.substr(0, space));
+      if (space == std::string_view::npos) break;
+      rest.remove_prefix(space + 1);
+    }
+  }
+  return job;
 }
 
 // A PostgreSQL array literal of integers: {1,2,3}.
@@ -1084,6 +1180,7 @@ JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("rescue_lost", kRescueLostSql);
   conn_.prepare("forget_nodes", kForgetNodesSql);
   conn_.prepare("prune_finished", kPruneFinishedSql);
+  conn_.prepare("prune_old_secrets", kPruneOldSecretsSql);
   conn_.prepare("register_node", kRegisterNodeSql);
   conn_.prepare("heartbeat", kHeartbeatSql);
   conn_.prepare("remove_node", kRemoveNodeSql);
@@ -1111,6 +1208,10 @@ JobStore::JobStore(pqxx::connection_base& conn) : conn_(conn) {
   conn_.prepare("find_job", kFindJobSql);
   conn_.prepare("add_channel", kAddChannelSql);
   conn_.prepare("show_channel", kShowChannelSql);
+  conn_.prepare("rotate_lock", kRotateLockSql);
+  conn_.prepare("rotate_drop", kRotateDropSql);
+  conn_.prepare("rotate_retire", kRotateRetireSql);
+  conn_.prepare("rotate_set", kRotateSetSql);
   conn_.prepare("disable_channel", kDisableChannelSql);
   conn_.prepare("enable_channel", kEnableChannelSql);
   conn_.prepare("add_tenant", kAddTenantSql);
@@ -1152,7 +1253,7 @@ std::vector<ClaimedJob> JobStore::Claim(const std::string& queue, int limit,
       ++parked_here;
       continue;
     }
-    jobs.push_back(ClaimedFromRow(row));
+    jobs.push_back(ClaimedFromRow(row, 10));
     jobs.back().wait_s = row[9].as<double>();
   }
   if (parked) *parked = parked_here;
@@ -1272,6 +1373,13 @@ int JobStore::ForgetNodes(int64_t after_ms) {
   return forgotten;
 }
 
+int JobStore::PruneOldSecrets() {
+  pqxx::work tx(conn_, "prune_old_secrets");
+  pqxx::row row = tx.exec_prepared1("prune_old_secrets");
+  tx.commit();
+  return row[0].as<int>();
+}
+
 int JobStore::PruneFinished(int64_t retention_ms, int batch) {
   pqxx::work tx(conn_, "prune_finished");
   int pruned = Written(tx.exec_prepared("prune_finished", retention_ms, batch));
@@ -1294,7 +1402,7 @@ std::vector<ClaimedJob> JobStore::ClaimProbes(const std::string& queue, int limi
   tx.commit();
   std::vector<ClaimedJob> jobs;
   for (const auto& row : rows) {
-    jobs.push_back(ClaimedFromRow(row));
+    jobs.push_back(ClaimedFromRow(row, 8));
     jobs.back().probe = true;
   }
   return jobs;
@@ -1521,7 +1629,33 @@ std::optional<JobStore::ChannelInfo> JobStore::ShowChannel(int64_t channel) {
   info.scheduled = r[13].as<int64_t>();
   info.executing = r[14].as<int64_t>();
   info.parked = r[15].as<int64_t>();
+  info.old_secrets = r[16].as<int64_t>();
+  info.old_secrets_until = r[17].as<std::string>();
   return info;
+}
+
+JobStore::SecretRotation JobStore::RotateSecret(int64_t channel, const std::string& secret,
+                                                int64_t keep_s) {
+  SecretRotation rotation;
+  pqxx::work tx(conn_, "rotate_secret");
+  pqxx::result lock = tx.exec_prepared("rotate_lock", channel, secret);
+  if (lock.empty()) {
+    rotation.outcome = SecretRotation::kNoSuchChannel;
+    return rotation;
+  }
+  if (lock[0][0].as<bool>()) {
+    rotation.outcome = SecretRotation::kSameSecret;
+    return rotation;
+  }
+  tx.exec_prepared("rotate_drop", channel, keep_s, secret);
+  if (keep_s > 0) tx.exec_prepared("rotate_retire", channel, keep_s);
+  pqxx::row row = tx.exec_prepared1("rotate_set", channel, secret);
+  tx.commit();
+  rotation.outcome = SecretRotation::kRotated;
+  rotation.secret = row[0].as<std::string>();
+  rotation.old_secrets = row[1].as<int64_t>();
+  rotation.old_secrets_until = row[2].as<std::string>();
+  return rotation;
 }
 
 std::optional<JobStore::ChannelChange> JobStore::DisableChannel(int64_t channel,

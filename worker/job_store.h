@@ -27,7 +27,9 @@ struct ClaimedJob {
   int max_attempts = 0;
   std::string payload;  // the request body: payload::text
   std::string url;
-  std::string secret;
+  std::string secret;  // the current secret (channels.secret)
+  // Old secrets still in their rotation window, newest retired first; usually none.
+  std::vector<std::string> old_secrets;
   bool probe = false;  // sent as its channel's one breaker probe (ClaimProbes)
   double wait_s = 0;   // Claim only: seconds from its enqueue or scheduled retry to the claim
 };
@@ -147,6 +149,9 @@ class JobStore {
   int ForgetNodes(int64_t after_ms);
   // Deletes up to `batch` jobs finished over `retention_ms` ago. Returns how many.
   int PruneFinished(int64_t retention_ms, int batch);
+  // Deletes old channel secrets whose rotation window ended and clears the claim's gate of
+  // channels left without any. Returns the secrets deleted.
+  int PruneOldSecrets();
 
   // ---- Breaker transitions (compare-and-set; see job_store.cc) ----
 
@@ -326,8 +331,23 @@ class JobStore {
     std::string breaker_state, breaker_reason;
     int breaker_trips = 0;
     int64_t available = 0, scheduled = 0, executing = 0, parked = 0;
+    int64_t old_secrets = 0;        // old secrets still signed with (rotation), never their text
+    std::string old_secrets_until;  // when the last of them expires (UTC); empty when none
   };
   std::optional<ChannelInfo> ShowChannel(int64_t channel);
+
+  // `bulkhead channel rotate-secret`, in one transaction with the channel's row locked: the
+  // current secret becomes an old one, signed with for `keep_s` seconds more (0: it and every
+  // other old secret are dropped at once), and `secret` (empty: a fresh bulkhead.new_secret())
+  // becomes current. Throws pqxx::check_violation for a `secret` of the wrong shape — whose
+  // DETAIL quotes the row, secret included: print only the first line of such an error.
+  struct SecretRotation {
+    enum Outcome { kRotated, kNoSuchChannel, kSameSecret } outcome = kRotated;
+    std::string secret;             // kRotated: the new current secret
+    int64_t old_secrets = 0;        // old secrets still valid after the rotation
+    std::string old_secrets_until;  // when the last of them expires (UTC); empty when none
+  };
+  SecretRotation RotateSecret(int64_t channel, const std::string& secret, int64_t keep_s);
 
   // Disables the channel (enqueue refuses it) and pauses it, parking its waiting backlog.
   // nullopt: no such channel. `before` is "enabled" or "disabled".

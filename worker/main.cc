@@ -35,6 +35,7 @@ commands:
   channel add | show CHANNEL       add a channel (its secret printed once), show one
   channel disable | enable CHANNEL refuse new deliveries (backlog held parked), or accept them
   channel pause | resume CHANNEL   hold a channel's deliveries parked, or let them go again
+  channel rotate-secret CHANNEL    a new secret (printed once); the old one signs for 24 h more
   tenant add | show TENANT         add a tenant, show one
   tenant set-tier TENANT TIER      move a tenant and its waiting deliveries to another tier
 

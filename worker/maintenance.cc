@@ -124,6 +124,10 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
     }
     int forgotten = store.ForgetNodes(kForgetNodesAfterMs);
     if (forgotten > 0) Log(LogLevel::kInfo, "nodes_forgotten", {{"nodes", forgotten}});
+    // The claim already ignores expired old secrets; this keeps their rows from piling up and
+    // clears the claim's gate. Only a count is logged, never a secret.
+    int secrets = store.PruneOldSecrets();
+    if (secrets > 0) Log(LogLevel::kInfo, "old_secrets_pruned", {{"secrets", secrets}});
   }
 }
 

@@ -14,8 +14,9 @@
 // - every second: parks jobs that slipped in as available behind an opening breaker;
 // - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker);
 // - every minute: prunes finished jobs older than the retention, in batches of 10,000 until a
-//   batch comes back short (at most 100 batches a run), and forgets the rows of nodes whose
-//   lease ended over an hour ago.
+//   batch comes back short (at most 100 batches a run), forgets the rows of nodes whose
+//   lease ended over an hour ago, and deletes old channel secrets whose rotation window ended
+//   (the claim ignores them already; ADR 0008).
 // - every `sample_every` (15 s): the fleet-wide counts for the metrics (JobStore::SampleFleet:
 //   jobs by state, breakers by state, queue lag per tier), which only the leader exports
 //   (see metrics.h for how a dashboard aggregates them).

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <string>
 
+#include "logger.h"
+
 namespace bulkhead {
 namespace {
 
@@ -65,7 +67,9 @@ Migrator::Result Migrator::Up() {
     try {
       tx.exec(std::string(m.up_sql));
     } catch (const pqxx::sql_error& e) {
-      result.error = "migration " + Label(m) + " failed and was rolled back: " + e.what();
+      // The first line only: a DETAIL may quote a failing row, and rows hold channel secrets.
+      result.error =
+          "migration " + Label(m) + " failed and was rolled back: " + FirstLine(e.what());
       return result;
     }
     tx.exec_params("INSERT INTO bulkhead.migrations (version, name) VALUES ($1, $2)", m.version,
@@ -91,7 +95,8 @@ Migrator::Result Migrator::Down(int steps) {
     try {
       tx.exec(std::string(m.down_sql));
     } catch (const pqxx::sql_error& e) {
-      result.error = "reversing migration " + Label(m) + " failed and was rolled back: " + e.what();
+      result.error =
+          "reversing migration " + Label(m) + " failed and was rolled back: " + FirstLine(e.what());
       return result;
     }
     tx.exec_params("DELETE FROM bulkhead.migrations WHERE version = $1", m.version);

@@ -536,8 +536,9 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
                                 .count();
   for (auto& job : jobs) {
     std::string webhook_id = std::to_string(job.id);
+    // Current secret first, then the old ones still in their rotation window (ADR 0008).
     std::optional<std::string> signature =
-        SignWebhook(job.secret, webhook_id, timestamp, job.payload);
+        SignWebhookAll(job.secret, job.old_secrets, webhook_id, timestamp, job.payload);
     if (!signature) {
       // The schema's secret format makes this unreachable short of a hand-edited secret.
       HttpOutcome unsigned_outcome;

@@ -94,4 +94,19 @@ std::optional<std::string> SignWebhook(std::string_view secret, std::string_view
   return "v1," + Base64(mac, mac_size);
 }
 
+std::optional<std::string> SignWebhookAll(std::string_view current,
+                                          std::span<const std::string> old_secrets,
+                                          std::string_view webhook_id, int64_t timestamp,
+                                          std::string_view body) {
+  std::optional<std::string> header = SignWebhook(current, webhook_id, timestamp, body);
+  if (!header) return std::nullopt;
+  for (const std::string& old : old_secrets) {
+    if (std::optional<std::string> signature = SignWebhook(old, webhook_id, timestamp, body)) {
+      *header += ' ';
+      *header += *signature;
+    }
+  }
+  return header;
+}
+
 }  // namespace bulkhead

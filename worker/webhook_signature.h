@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -30,5 +31,15 @@ std::optional<std::string> DecodeWebhookSecret(std::string_view secret);
 // when DecodeWebhookSecret(secret) is (or, not expected on a working OpenSSL, when HMAC fails).
 std::optional<std::string> SignWebhook(std::string_view secret, std::string_view webhook_id,
                                        int64_t timestamp, std::string_view body);
+
+// The `webhook-signature` value for a channel in a rotation: SignWebhook with `current`, then
+// with each of `old_secrets` in their order (ours: newest retired first), joined by single
+// spaces. std::nullopt when `current` cannot sign; an old secret that cannot sign is left out
+// (the schema refuses both shapes, so neither happens short of a hand-edited row), so that the
+// receivers that already switched still verify. No old secrets: exactly SignWebhook(current).
+std::optional<std::string> SignWebhookAll(std::string_view current,
+                                          std::span<const std::string> old_secrets,
+                                          std::string_view webhook_id, int64_t timestamp,
+                                          std::string_view body);
 
 }  // namespace bulkhead
