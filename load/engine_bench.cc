@@ -11,6 +11,8 @@
 //               most rows `executing` in one 100 ms sample (in flight, plus delivered ones
 //               whose result the node has not written yet), and how many jobs were claimed
 //               from a demoted backlog (priority 2: a channel or tenant reached its cap).
+//               --old-secrets N (0) gives every channel N old secrets in their rotation window
+//               (migration 0004), so that every claimed row signs with N + 1 secrets.
 //   latency     start a node, then enqueue --rate (50) deliveries a second for --seconds (20),
 //               each in its own transaction; the latency of one delivery is the time from its
 //               COMMIT returning to the receiver reading the request. Prints p50/p95/p99/max.
@@ -73,7 +75,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
-    "[--seconds N] [--rounds N]\n";
+    "[--seconds N] [--rounds N] [--old-secrets N]\n";
 
 struct Args {
   std::string mode;
@@ -87,6 +89,7 @@ struct Args {
   int rate = 50;                            // latency, isolation
   int seconds = 0;                          // 0: the mode's default (latency 20, isolation 10)
   int rounds = 10;                          // churn: rounds of `jobs` deliveries
+  int old_secrets = 0;                      // throughput: old secrets per channel
 };
 
 int Usage(const std::string& message) {
@@ -219,6 +222,17 @@ int Throughput(const Args& args) {
   std::vector<int64_t> channels =
       MakeChannels(conn, args.channels, receiver.Url("/fast"), args.tenants);
   const int tenants = args.tenants > 0 ? args.tenants : args.channels;
+  if (args.old_secrets > 0) {
+    // As `bulkhead channel rotate-secret --keep-old 1d` run N times leaves it.
+    pqxx::work tx(conn);
+    tx.exec_params(
+        "INSERT INTO bulkhead.channel_secrets (channel_id, secret, expires_at) "
+        "SELECT c.id, bulkhead.new_secret(), now() + interval '1 day' "
+        "  FROM bulkhead.channels c, generate_series(1, $1)",
+        args.old_secrets);
+    tx.exec("UPDATE bulkhead.channels SET old_secrets_until = now() + interval '1 day'");
+    tx.commit();
+  }
   auto enqueue_start = Clock::now();
   EnqueueBurst(conn, channels, args.jobs);
   double enqueue_s = std::chrono::duration<double>(Clock::now() - enqueue_start).count();
@@ -288,12 +302,13 @@ int Throughput(const Args& args) {
       "  rows executing at most %lld (100 ms samples; in flight or result not yet written)\n"
       "  %d jobs claimed from a demoted backlog (priority 2)\n"
       "  claim statements per tier: %s\n"
+      "  old secrets per channel: %d\n"
       "  load average (1, 5, 15 min) before %s, after %s\n",
       args.jobs, args.channels, tenants, args.workers, args.share, caps.channel, caps.tenant,
       args.share >= 1.0 ? " (no caps)" : "", enqueue_s, drain_s, args.jobs / drain_s, cpu_s,
       100.0 * cpu_s / drain_s, peak_mib, completed, requests,
       static_cast<ssize_t>(requests) - args.jobs, static_cast<long long>(max_executing), demoted,
-      claims.c_str(), load_before.c_str(), load_after.c_str());
+      claims.c_str(), args.old_secrets, load_before.c_str(), load_after.c_str());
   return completed == args.jobs ? 0 : 1;
 }
 
@@ -818,6 +833,11 @@ int main(int argc, char** argv) {
         args.seconds = std::stoi(value);
       } else if (key == "--rounds") {
         args.rounds = std::stoi(value);
+      } else if (key == "--old-secrets") {
+        args.old_secrets = std::stoi(value);
+        if (args.old_secrets < 0 || args.old_secrets > 10) {
+          return Usage("--old-secrets must be 0 to 10");
+        }
       } else {
         return Usage("unknown option " + key);
       }

@@ -32,6 +32,11 @@
 #                                        # afresh for every run); the caps-cost burst with each in
 #                                        # turn, ENGINE_BENCH_PAIRS (3) times, the order swapped
 #                                        # every other pair; the ratio of the medians
+#   load/engine_bench.sh rotation-cost   # what a rotation costs the claim and the send: the
+#                                        # caps-cost burst with every channel holding one old
+#                                        # secret (--old-secrets 1: two signatures a request) and
+#                                        # none in turn, ENGINE_BENCH_PAIRS (3) times each; the
+#                                        # ratio of the medians
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
@@ -115,13 +120,38 @@ metrics_side_by_side() {
   summary+=("$label: recording on ${on[*]} -> median $mon; off ${off[*]} -> median $moff; on/off $ratio")
 }
 
+# rotation_side_by_side JOBS ARGS…: the burst with one old secret per channel and with none in
+# turn (the order swapped every other pair), ENGINE_BENCH_PAIRS times each.
+rotation_side_by_side() {
+  local jobs=${ENGINE_BENCH_JOBS:-$1}; shift
+  local label="rotation-cost (20 channels, 20 tenants, 200 workers, share 0.5), $jobs jobs"
+  local one=() none=() pairs=${ENGINE_BENCH_PAIRS:-3} out rate load order
+  for ((i = 1; i <= pairs; i++)); do
+    if ((i % 2)); then order="1 0"; else order="0 1"; fi
+    for old in $order; do
+      echo "--- $label, pair $i, old secrets $old"
+      out=$("$bench" throughput --database "$db" --jobs "$jobs" --share 0.5 --old-secrets "$old" "$@")
+      echo "$out"
+      rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
+      load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
+      if [ "$old" = 1 ]; then one+=("$rate"); else none+=("$rate"); fi
+      summary+=("$label  pair $i  old secrets $old  $rate deliveries/s  load $load")
+    done
+  done
+  local m1 m0 ratio
+  m1=$(median "${one[@]}")
+  m0=$(median "${none[@]}")
+  ratio=$(awk -v a="$m1" -v b="$m0" 'BEGIN { printf "%.3f", a / b }')
+  summary+=("$label: one old secret ${one[*]} -> median $m1; none ${none[*]} -> median $m0; one/none $ratio")
+}
+
 # binary_swap JOBS ARGS…: the burst with the earlier build (ENGINE_BENCH_BEFORE) and this one in
 # turn; build/bin/bulkhead is put back however the run ends.
 binary_swap() {
   local before=${ENGINE_BENCH_BEFORE:?binary-swap needs ENGINE_BENCH_BEFORE=DIR}
   local jobs=${ENGINE_BENCH_JOBS:-$1}; shift
   local label="binary-swap (20 channels, 20 tenants, 200 workers, share 0.5), $jobs jobs"
-  local this=.run/bench-swap/bulkhead.this
+  this=.run/bench-swap/bulkhead.this  # global: the EXIT trap puts it back
   mkdir -p .run/bench-swap
   cp build/bin/bulkhead "$this"
   trap 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead;
@@ -146,6 +176,7 @@ binary_swap() {
       summary+=("$label  pair $i  $which  $rate deliveries/s  load $load")
     done
   done
+  cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
   local mo mn ratio
   mo=$(median "${old[@]}")
   mn=$(median "${new[@]}")
@@ -177,12 +208,15 @@ for mode in $modes; do
       metrics_side_by_side 50000 --channels 20 --workers 200 ;;
     binary-swap)
       binary_swap 50000 --channels 20 --workers 200 ;;
+    rotation-cost)
+      rotation_side_by_side 50000 --channels 20 --workers 200 ;;
     isolation)
       "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, caps-cost, caps-bind, metrics-cost, binary-swap, isolation, churn)" >&2; exit 2 ;;
+         "(throughput, latency, caps-cost, caps-bind, metrics-cost, binary-swap, rotation-cost," \
+         "isolation, churn)" >&2; exit 2 ;;
   esac
   echo
 done
