@@ -89,6 +89,12 @@ const std::vector<Violation> kViolations = {
      ChannelRow("breaker_state, breaker_probe_at, breaker_probe_job", "'open', now(), 1")},
     {"NegativeBreakerTrips", "channels_breaker_trips_not_negative",
      ChannelRow("breaker_trips", "-1")},
+    {"OldSecretTooShort", "channel_secrets_secret_format",
+     "INSERT INTO bulkhead.channel_secrets (channel_id, secret, expires_at) VALUES (" + kChannel +
+         ", 'whsec_c2VjcmV0', now() + interval '1 hour')"},
+    {"OldSecretExpiringBeforeItWasRetired", "channel_secrets_expire_after_retiring",
+     "INSERT INTO bulkhead.channel_secrets (channel_id, secret, expires_at) VALUES (" + kChannel +
+         ", bulkhead.new_secret(), now() - interval '1 second')"},
     {"EmptyNodeName", "nodes_name_length",
      "INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('', now() + interval '30 s')"},
     {"NodeLeaseBeforeHeartbeat", "nodes_lease_after_heartbeat",
