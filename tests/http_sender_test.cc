@@ -280,7 +280,7 @@ TEST(HttpSender, KeepsTheRetryAfterOfTheAnswerTrimmed) {
     }
     return reply;
   });
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome seconds = SendAndWait(sender, Post(receiver.Url("/seconds")));
   HttpOutcome date = SendAndWait(sender, Post(receiver.Url("/date")));
@@ -300,7 +300,7 @@ TEST(HttpSender, ARetryAfterLongerThanTheCapIsDropped) {
     reply.headers = {{"Retry-After", std::string(kMaxRetryAfterBytes + 1, '9')}};
     return reply;
   });
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome outcome = SendAndWait(sender, Post(receiver.Url("/long")));
 
@@ -321,7 +321,7 @@ TEST(HttpSender, AHeaderFloodCostsNoMemoryAndATooLargeOneFails) {
     reply.headers.emplace_back("Retry-After", "7");
     return reply;
   });
-  HttpSender sender;
+  HttpSender sender(Loopback());
 
   HttpOutcome flood = SendAndWait(sender, Post(receiver.Url("/flood")));
   HttpOutcome huge = SendAndWait(sender, Post(receiver.Url("/huge-flood")));
