@@ -261,52 +261,64 @@ TEST_F(CapsTest, ATenantWithFortyHangingChannelsHoldsHalfTheWorkers) {
   EXPECT_EQ(Count("state = 'available' AND tenant_id = " + std::to_string(many)), 190);
 }
 
-// Two hanging tenants at the caps hold every slot of a 4-worker tier (2 + 2). Their requests
-// give their slots back once stalled (stalled_after_ms), so a healthy tenant still gets through,
-// and the caps still count them: neither hanging channel ever has more than 2 in flight.
-TEST_F(CapsTest, StalledRequestsGiveTheirSlotsBackButStillCountTowardTheCaps) {
-  HttpReceiver receiver(
-      [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; });
-  int64_t dead_a = Channel(Tenant("dead-a"), receiver.Url("/dead-a"));
-  int64_t dead_b = Channel(Tenant("dead-b"), receiver.Url("/dead-b"));
-  int64_t healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
-  Enqueue(dead_a, 50);
-  Enqueue(dead_b, 50);
+// Two hanging tenants at the caps hold every slot of a 4-worker tier (2 + 2), beside a healthy
+// tenant with nothing enqueued yet. The stalled-slot tests below start from here.
+struct TwoHangingTenants {
+  int64_t dead_a = 0, dead_b = 0, healthy = 0;
+};
+
+class StalledSlotsTest : public CapsTest {
+ protected:
+  // Starts `node` on a 4-worker tier with `stalled_after_ms`, once both hanging channels have
+  // 2 jobs in flight each.
+  TwoHangingTenants Start(NodeProcess& node, const HttpReceiver& receiver) {
+    TwoHangingTenants t;
+    t.dead_a = Channel(Tenant("dead-a"), receiver.Url("/dead-a"));
+    t.dead_b = Channel(Tenant("dead-b"), receiver.Url("/dead-b"));
+    t.healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
+    Enqueue(t.dead_a, 50);
+    Enqueue(t.dead_b, 50);
+    node.Start(conninfo());
+    EXPECT_TRUE(WaitFor("(SELECT count(*) = 4 FROM bulkhead.jobs WHERE state = 'executing')"))
+        << node.Log();
+    return t;
+  }
+  static testing::Handler HangOnDead() {
+    return
+        [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; };
+  }
+};
+
+// Their requests give their slots back once stalled (stalled_after_ms), so the healthy tenant
+// still gets through, and the caps still count them: neither hanging channel ever has more
+// than 2 in flight.
+TEST_F(StalledSlotsTest, StalledRequestsGiveTheirSlotsBackButStillCountTowardTheCaps) {
+  HttpReceiver receiver(HangOnDead());
   NodeProcess node(Node("node-a"), {{"default", Tier(4, {{"stalled_after_ms", 200}})}});
-  node.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 4 FROM bulkhead.jobs WHERE state = 'executing')"))
-      << node.Log();
+  TwoHangingTenants t = Start(node, receiver);
   for (int round = 0; round < 3; ++round) {
-    Enqueue(healthy, 5);
+    Enqueue(t.healthy, 5);
     ASSERT_TRUE(WaitFor("(SELECT count(*) = " + std::to_string(5 * (round + 1)) +
                         " FROM bulkhead.jobs WHERE state = 'completed')"))
         << node.Log();
-    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(dead_a)), 2);
-    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(dead_b)), 2);
+    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(t.dead_a)), 2);
+    EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(t.dead_b)), 2);
   }
   EXPECT_EQ(Watch(receiver).Hanging("/dead-a"), 2);
   EXPECT_EQ(Watch(receiver).Hanging("/dead-b"), 2);
 }
 
-// The control: with the rule off (stalled_after_ms at the request timeout), the same two
-// hanging tenants hold all 4 slots and the healthy tenant's jobs wait behind them.
-TEST_F(CapsTest, WithoutStalledReleaseTwoHangingTenantsHoldEverySlot) {
-  HttpReceiver receiver(
-      [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; });
-  int64_t dead_a = Channel(Tenant("dead-a"), receiver.Url("/dead-a"));
-  int64_t dead_b = Channel(Tenant("dead-b"), receiver.Url("/dead-b"));
-  int64_t healthy = Channel(Tenant("healthy"), receiver.Url("/healthy"));
-  Enqueue(dead_a, 50);
-  Enqueue(dead_b, 50);
+// The control: with the rule off (stalled_after_ms at the request timeout), the two hanging
+// tenants hold all 4 slots and the healthy tenant's jobs wait behind them.
+TEST_F(StalledSlotsTest, WithoutStalledReleaseTwoHangingTenantsHoldEverySlot) {
+  HttpReceiver receiver(HangOnDead());
   NodeProcess node(Node("node-a"), {{"default", Tier(4, {{"stalled_after_ms", 60000}})}});
-  node.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 4 FROM bulkhead.jobs WHERE state = 'executing')"))
-      << node.Log();
-  Enqueue(healthy, 5);
+  TwoHangingTenants t = Start(node, receiver);
+  Enqueue(t.healthy, 5);
   // Ten poll intervals: long enough for any free slot to be used.
   std::this_thread::sleep_for(seconds(2));
   EXPECT_EQ(Count("state = 'completed'"), 0);
-  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(healthy)), 5);
+  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(t.healthy)), 5);
 }
 
 TEST_F(CapsTest, ABadTierFileOnSighupIsRefusedAndTheOldSettingsStay) {

@@ -1,6 +1,5 @@
 #include "channel_command.h"
 
-#include <cctype>
 #include <charconv>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "exit_codes.h"
 #include "job_store.h"
 #include "webhook_signature.h"
+#include "webhook_url.h"
 
 namespace bulkhead {
 namespace {
@@ -115,24 +115,6 @@ std::string Backlog(const JobStore::ChannelInfo& c) {
          " parked";
 }
 
-// A URL the schema accepts (channels_url_is_http): http:// or https:// and no whitespace.
-bool IsHttpUrl(std::string_view url) {
-  auto lower = [](std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
-  std::string head = lower(url.substr(0, 8));
-  size_t rest = head.starts_with("https://") ? 8 : head.starts_with("http://") ? 7 : 0;
-  if (rest == 0 || url.size() == rest) return false;
-  for (char c : url) {
-    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20) {
-      return false;
-    }
-  }
-  return true;
-}
-
 int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
   const std::string command = Verb().CommandName(sub);
   auto parsed = cli::Parse(
@@ -145,7 +127,7 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
   std::optional<std::string> url = words.Value("--url");
   if (!tenant) return cli::UsageError(command, "missing --tenant TENANT");
   if (!url) return cli::UsageError(command, "missing --url URL");
-  if (!IsHttpUrl(*url)) {
+  if (!IsWebhookUrl(*url)) {
     return cli::UsageError(command,
                            "--url must be an http:// or https:// URL without spaces, not '" +
                                cli::OneLine(*url) + "'");
