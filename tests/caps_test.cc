@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "database_test.h"
+#include "http_get.h"
 #include "http_receiver.h"
 #include "job_store.h"
 #include "node_process.h"
@@ -283,6 +284,10 @@ class StalledSlotsTest : public CapsTest {
         << node.Log();
     return t;
   }
+  static std::string Metrics(const NodeProcess& node) {
+    return testing::HttpGet("http://127.0.0.1:" + std::to_string(node.metrics_port()) + "/metrics")
+        .body;
+  }
   static testing::Handler HangOnDead() {
     return
         [](const ReceivedRequest& r) { return r.path.rfind("/dead", 0) == 0 ? Hang() : Reply{}; };
@@ -306,6 +311,9 @@ TEST_F(StalledSlotsTest, StalledRequestsGiveTheirSlotsBackButStillCountTowardThe
   }
   EXPECT_EQ(Watch(receiver).Hanging("/dead-a"), 2);
   EXPECT_EQ(Watch(receiver).Hanging("/dead-b"), 2);
+  // All four are stalled, and the node says so.
+  EXPECT_NE(Metrics(node).find("bulkhead_stalled{tier=\"default\"} 4\n"), std::string::npos)
+      << Metrics(node);
 }
 
 // The control: with the rule off (stalled_after_ms at the request timeout), the two hanging
@@ -319,6 +327,8 @@ TEST_F(StalledSlotsTest, WithoutStalledReleaseTwoHangingTenantsHoldEverySlot) {
   std::this_thread::sleep_for(seconds(2));
   EXPECT_EQ(Count("state = 'completed'"), 0);
   EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(t.healthy)), 5);
+  EXPECT_NE(Metrics(node).find("bulkhead_stalled{tier=\"default\"} 0\n"), std::string::npos)
+      << Metrics(node);
 }
 
 TEST_F(CapsTest, ABadTierFileOnSighupIsRefusedAndTheOldSettingsStay) {

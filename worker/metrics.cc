@@ -149,14 +149,20 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                       .Name("bulkhead_breaker_transitions_total")
                       .Help("Breaker transitions this node made, by the state entered")
                       .Register(r);
-  inflight_ = &BuildGauge()
-                   .Name("bulkhead_inflight")
-                   .Help("Deliveries in flight on this node (worker slots in use)")
-                   .Register(r);
+  inflight_ =
+      &BuildGauge()
+           .Name("bulkhead_inflight")
+           .Help("Deliveries in flight on this node (worker slots in use, and stalled ones)")
+           .Register(r);
   workers_ = &BuildGauge()
                   .Name("bulkhead_workers")
                   .Help("Worker slots of the tier on this node (its tier file's workers)")
                   .Register(r);
+  stalled_ =
+      &BuildGauge()
+           .Name("bulkhead_stalled")
+           .Help("Deliveries in flight past stalled_after_ms that gave their worker slot back")
+           .Register(r);
   jobs_ = &BuildGauge()
                .Name("bulkhead_jobs")
                .Help(
@@ -282,6 +288,7 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
   t.transitions_closed = &transitions_->Add({{"tier", tier}, {"to", "closed"}});
   t.inflight = &inflight_->Add({{"tier", tier}});
   t.workers = &workers_->Add({{"tier", tier}});
+  t.stalled = &stalled_->Add({{"tier", tier}});
   return t;
 }
 

@@ -75,12 +75,13 @@ class Metrics {
     prometheus::Counter* parked = nullptr;
     prometheus::Counter* snoozed = nullptr;        // jobs a Retry-After pushed later
     prometheus::Counter* channels_gone = nullptr;  // channels disabled by a 410
-    prometheus::Counter* blocked = nullptr;  // attempts the SSRF guard refused
+    prometheus::Counter* blocked = nullptr;        // attempts the SSRF guard refused
     prometheus::Counter* transitions_open = nullptr;
     prometheus::Counter* transitions_half_open = nullptr;
     prometheus::Counter* transitions_closed = nullptr;
     prometheus::Gauge* inflight = nullptr;
     prometheus::Gauge* workers = nullptr;
+    prometheus::Gauge* stalled = nullptr;  // in flight past stalled_after_ms, slot given back
 
     void Delivered(DeliveryOutcome outcome) const {
       deliveries[static_cast<int>(outcome)]->Increment();
@@ -134,6 +135,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* transitions_;
   prometheus::Family<prometheus::Gauge>* inflight_;
   prometheus::Family<prometheus::Gauge>* workers_;
+  prometheus::Family<prometheus::Gauge>* stalled_;
   prometheus::Family<prometheus::Gauge>* jobs_;
   prometheus::Family<prometheus::Gauge>* breakers_;
   prometheus::Family<prometheus::Gauge>* lag_;

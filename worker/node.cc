@@ -219,6 +219,7 @@ int Node::Run() {
           const QueueRunner& runner = *runners.at(tier.name);
           tier_metrics[i]->inflight->Set(static_cast<double>(runner.in_flight()));
           tier_metrics[i]->workers->Set(runner.workers());
+          tier_metrics[i]->stalled->Set(static_cast<double>(runner.stalled()));
           ++i;
         }
       }
