@@ -25,8 +25,8 @@ namespace bulkhead::load {
 namespace {
 
 constexpr const char* kHealthyRoute = "/hook/healthy";
-constexpr int kSenderConnections = 10;    // the healthy tenant's pool, as in dead_channel
-constexpr int kBacklogConnections = 2;    // per misbehaving tenant
+constexpr int kSenderConnections = 10;  // the healthy tenant's pool, as in dead_channel
+constexpr int kBacklogConnections = 2;  // per misbehaving tenant
 // 1 MiB: 16 times the node's 64 KiB body cap, which is what is tested. Not more, because the
 // mock makes every body up in memory on the same 2 cores as the node and the database: 300
 // bodies of 16 MiB cost the harness itself seconds of CPU in the first seconds of the phase.
