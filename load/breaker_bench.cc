@@ -3,8 +3,8 @@
 // through load/breaker_bench.sh, which starts an embedded PostgreSQL and builds.
 //
 //   dead   one tenant on tier `default`, one channel to a loopback path that accepts requests
-//          and never answers. One node runs the tier with the shipped defaults of
-//          tiers/default.json, passed explicitly (DefaultTier below). Once it has started, 10
+//          and never answers. One node runs the tier as tiers/default.json ships it, read
+//          from the file with no key overridden (DefaultTier below). Once it has started, 10
 //          connections (--concurrency) each enqueue 1,000 deliveries (--backlog 10000 in all)
 //          with `SELECT bulkhead.enqueue(…)`, one per transaction, like an application. A
 //          sampler on its own connection reads the channel's breaker and its jobs by state
@@ -56,16 +56,19 @@
 
 #include "http_receiver.h"
 #include "job_store.h"
-#include "migrations.h"
-#include "migrator.h"
 #include "node_process.h"
+#include "process_usage.h"
+#include "schema_reset.h"
+#include "shipped_tier.h"
 
 namespace {
 
 using bulkhead::JobStore;
 using bulkhead::testing::HttpReceiver;
+using bulkhead::testing::LoadAverage;
 using bulkhead::testing::LoopbackNetworks;
 using bulkhead::testing::NodeProcess;
+using bulkhead::testing::ResetSchema;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
@@ -91,31 +94,12 @@ int Usage(const std::string& message) {
   return 2;
 }
 
-// The tier `default` exactly as tiers/default.json ships it. Written out rather than read, so
-// that the figures say which settings they were measured with; keep the two in step.
-nlohmann::json DefaultTier() {
-  return {{"workers", 20},
-          {"channel_share", 0.5},
-          {"failure_threshold", 5},
-          {"slow_call_ms", 2000},
-          {"cooldown_ms", 30000},
-          {"cooldown_max_ms", 600000},
-          {"connect_timeout_ms", 3000},
-          {"request_timeout_ms", 10000},
-          {"retry_delays_ms", {5000, 300000, 1800000, 7200000, 18000000, 36000000, 36000000}},
-          {"retry_jitter", 0.1}};
-}
+// The tier `default` exactly as tiers/default.json ships it, read from the file: the figures are
+// measured with the shipped settings, and the bench cannot drift from them. No key is overridden.
+nlohmann::json DefaultTier() { return bulkhead::testing::ShippedTier("default"); }
 
 constexpr const char* kPayload =
     R"({"type": "invoice.paid", "text": "a message of about a hundred bytes, like a chat note"})";
-
-void ResetSchema(const std::string& database) {
-  pqxx::connection conn(database);
-  bulkhead::Migrator migrator(conn, bulkhead::EmbeddedMigrations());
-  migrator.Down(migrator.BinaryVersion());
-  auto result = migrator.Up();
-  if (!result.ok()) throw std::runtime_error(result.error);
-}
 
 struct Channel {
   int64_t tenant = 0;
@@ -155,14 +139,6 @@ void EnqueueMany(pqxx::connection& conn, int64_t channel, int n) {
 void Sql(pqxx::connection& conn, const std::string& statement) {
   pqxx::nontransaction tx(conn);
   tx.exec(statement);
-}
-
-// The 1-, 5- and 15-minute load averages: how busy the two cores were besides this run.
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -279,16 +255,13 @@ int Dead(const Args& args) {
                     {"allowed_networks", LoopbackNetworks()}},
                    {{"default", DefaultTier()}});
   node.Start(args.database);
-  for (auto deadline = Clock::now() + std::chrono::seconds(30);;) {
-    if (node.Log().find("\"node_started\"") != std::string::npos) break;
-    if (auto code = node.Wait(std::chrono::milliseconds(50))) {
+  if (!node.WaitForLog("node_started", std::chrono::seconds(30))) {
+    if (auto code = node.Wait(std::chrono::milliseconds(0))) {
       std::cerr << "the node exited with " << *code << ":\n" << node.Log();
-      return 1;
-    }
-    if (Clock::now() > deadline) {
+    } else {
       std::cerr << "the node did not start within 30 s:\n" << node.Log();
-      return 1;
     }
+    return 1;
   }
   // Let its LISTEN connection come up, so the first enqueue wakes it rather than the poll.
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -390,11 +363,14 @@ int Dead(const Args& args) {
     return std::string(buf);
   };
 
+  const nlohmann::json tier = DefaultTier();
   std::printf(
       "dead: %d deliveries to a channel that never answers, enqueued by %d connections "
       "(bulkhead.enqueue, one per transaction); one node, tier default as shipped (%d workers, "
-      "failure_threshold 5, slow_call_ms 2000, request_timeout_ms 10000, cooldown_ms 30000)\n",
-      total, args.concurrency, DefaultTier()["workers"].get<int>());
+      "failure_threshold %d, slow_call_ms %lld, request_timeout_ms %lld, cooldown_ms %lld)\n",
+      total, args.concurrency, tier["workers"].get<int>(), tier["failure_threshold"].get<int>(),
+      tier["slow_call_ms"].get<long long>(), tier["request_timeout_ms"].get<long long>(),
+      tier["cooldown_ms"].get<long long>());
   std::printf("  t = 0: the first enqueue's COMMIT returned; watched for %.1f s, %zu samples\n",
               watched_s, samples.size());
   std::printf(

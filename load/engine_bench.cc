@@ -33,6 +33,9 @@
 //               then without), each from an empty schema with a node of its own, and ends with
 //               a table of all of them side by side.
 //
+// Every mode runs tier `default` as tiers/default.json ships it (read from the file), overriding
+// only the keys it varies: `workers`, `channel_share` and `tenant_share` (Tier below), and in
+// isolation `failure_threshold` and `slow_call_ms`.
 // Every run prints the 1-minute load average before and after: the machine is shared.
 // Every run starts from an empty bulkhead schema in the given database (it migrates down and
 // up), so do not point it at a database you care about.
@@ -61,15 +64,18 @@
 
 #include "cap_ledger.h"
 #include "http_receiver.h"
-#include "migrations.h"
-#include "migrator.h"
 #include "node_process.h"
+#include "process_usage.h"
+#include "schema_reset.h"
+#include "shipped_tier.h"
 
 namespace {
 
 using bulkhead::testing::HttpReceiver;
+using bulkhead::testing::LoadAverage;
 using bulkhead::testing::LoopbackNetworks;
 using bulkhead::testing::NodeProcess;
+using bulkhead::testing::ResetSchema;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
@@ -95,14 +101,6 @@ struct Args {
 int Usage(const std::string& message) {
   std::cerr << "bulkhead-engine-bench: " << message << "\n" << kUsage;
   return 2;
-}
-
-void ResetSchema(const std::string& database) {
-  pqxx::connection conn(database);
-  bulkhead::Migrator migrator(conn, bulkhead::EmbeddedMigrations());
-  migrator.Down(migrator.BinaryVersion());
-  auto result = migrator.Up();
-  if (!result.ok()) throw std::runtime_error(result.error);
 }
 
 // `n` channels to `url`; channel i belongs to tenant i mod `tenants` (0: a tenant each).
@@ -157,38 +155,15 @@ void EnqueueBurst(pqxx::connection& conn, const std::vector<int64_t>& channels, 
   conn.unprepare("burst");
 }
 
-// CPU seconds (user + system) and peak resident memory (VmHWM, MiB) of a running process.
-std::pair<double, double> CpuAndPeakMemory(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string field;
-  double ticks = 0;
-  for (int i = 1; i <= 15 && stat >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-  }
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  double peak_mib = 0;
-  while (std::getline(status, line)) {
-    if (line.starts_with("VmHWM:")) peak_mib = std::stod(line.substr(6)) / 1024.0;
-  }
-  return {ticks / static_cast<double>(sysconf(_SC_CLK_TCK)), peak_mib};
-}
-
-// The 1-, 5- and 15-minute load averages: how busy the two cores were besides this run.
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
-
-// A tier of `workers` slots with both shares at `share` (1: no caps).
+// tiers/default.json as shipped, with the keys the bench varies overridden: `workers` (--workers)
+// and both shares, `channel_share` and `tenant_share` (--share; 1: no caps). Every other key is
+// the shipped file's.
 nlohmann::json Tier(int workers, double share = 0.5) {
-  return {{"workers", workers},
-          {"channel_share", share},
-          {"tenant_share", share},
-          {"connect_timeout_ms", 3000},
-          {"request_timeout_ms", 10000}};
+  nlohmann::json tier = bulkhead::testing::ShippedTier("default");
+  tier["workers"] = workers;      // override: --workers
+  tier["channel_share"] = share;  // override: --share
+  tier["tenant_share"] = share;   // override: --share
+  return tier;
 }
 
 // The caps a tier of `workers` slots gets at `share`, by the node's own rule.
@@ -200,16 +175,13 @@ bulkhead::CapLedger::Caps CapsAt(int workers, double share) {
 // connection, so that the first enqueue wakes it rather than the poll. False if it failed.
 bool StartNode(NodeProcess& node, const std::string& database) {
   node.Start(database);
-  for (auto deadline = Clock::now() + std::chrono::seconds(30);;) {
-    if (node.Log().find("\"node_started\"") != std::string::npos) break;
-    if (auto code = node.Wait(std::chrono::milliseconds(50))) {
+  if (!node.WaitForLog("node_started", std::chrono::seconds(30))) {
+    if (auto code = node.Wait(std::chrono::milliseconds(0))) {
       std::cerr << "the node exited with " << *code << ":\n" << node.Log();
-      return false;
-    }
-    if (Clock::now() > deadline) {
+    } else {
       std::cerr << "the node did not start within 30 s:\n" << node.Log();
-      return false;
     }
+    return false;
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
   return true;
@@ -258,7 +230,9 @@ int Throughput(const Args& args) {
       std::cerr << "the node exited with " << *code << ":\n" << node.Log();
       return 1;
     }
-    std::tie(cpu_s, peak_mib) = CpuAndPeakMemory(node.pid());
+    bulkhead::testing::ProcessUsage usage = bulkhead::testing::ReadProcessUsage(node.pid());
+    cpu_s = usage.cpu_s;
+    peak_mib = usage.peak_rss_mib;
     pqxx::work tx(conn);
     pqxx::row row = tx.exec1(
         "SELECT EXISTS (SELECT FROM bulkhead.jobs WHERE state = 'available'),"
@@ -667,8 +641,8 @@ std::optional<IsolationCase> RunIsolation(const Args& args, double share) {
   }
 
   nlohmann::json tier = Tier(args.workers, share);
-  tier["failure_threshold"] = 1000;
-  tier["slow_call_ms"] = 3600000;
+  tier["failure_threshold"] = 1000;  // override: the breaker kept out of the way
+  tier["slow_call_ms"] = 3600000;    // override: likewise
   // No drain at the end: the hanging requests would hold the stop for the request timeout.
   NodeProcess node({{"node", "isolation-bench"},
                     {"poll_interval_ms", 1000},

@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "database_test.h"
+#include "delivery_test.h"
 #include "http_get.h"
 #include "http_receiver.h"
 #include "node_process.h"
@@ -19,7 +19,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::DatabaseTest;
+using testing::DeliveryTest;
 using testing::HttpReceiver;
 using testing::LoopbackNetworks;
 using testing::NodeProcess;
@@ -27,7 +27,7 @@ using testing::QueryValue;
 using testing::ReceivedRequest;
 using testing::Reply;
 
-class BreakerNodeTest : public DatabaseTest {
+class BreakerNodeTest : public DeliveryTest {
  protected:
   int64_t Channel(const std::string& url) {
     static int tenants = 0;
@@ -35,29 +35,9 @@ class BreakerNodeTest : public DatabaseTest {
     return testing::CreateChannel(db(), tenant, url);
   }
 
-  void Enqueue(int64_t channel, int n) {
-    pqxx::work tx(db());
-    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
-            ", jsonb_build_object('n', i)) FROM generate_series(1, " + std::to_string(n) + ") i");
-    tx.commit();
-  }
-
-  int64_t Count(const std::string& where) {
-    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
   std::string Breaker(int64_t channel) {
     return QueryValue<std::string>(
         db(), "SELECT breaker_state FROM bulkhead.channels WHERE id = " + std::to_string(channel));
-  }
-
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
   }
 
   static nlohmann::json Tier(nlohmann::json extra) {

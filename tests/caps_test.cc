@@ -9,7 +9,7 @@
 #include <map>
 #include <thread>
 
-#include "database_test.h"
+#include "delivery_test.h"
 #include "http_get.h"
 #include "http_receiver.h"
 #include "job_store.h"
@@ -21,7 +21,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::DatabaseTest;
+using testing::DeliveryTest;
 using testing::HttpReceiver;
 using testing::LoopbackNetworks;
 using testing::NodeProcess;
@@ -29,43 +29,17 @@ using testing::QueryValue;
 using testing::ReceivedRequest;
 using testing::Reply;
 
-class CapsTest : public DatabaseTest {
+class CapsTest : public DeliveryTest {
  protected:
   int64_t Tenant(const std::string& name) { return testing::CreateTenant(db(), name); }
   int64_t Channel(int64_t tenant, const std::string& url = "http://127.0.0.1:9/hook") {
     return testing::CreateChannel(db(), tenant, url);
   }
 
-  void Enqueue(int64_t channel, int n) {
-    pqxx::work tx(db());
-    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
-            ", jsonb_build_object('n', i)) FROM generate_series(1, " + std::to_string(n) + ") i");
-    tx.commit();
-  }
-
-  void Exec(const std::string& sql) {
-    pqxx::work tx(db());
-    tx.exec(sql);
-    tx.commit();
-  }
-
-  int64_t Count(const std::string& where) {
-    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
   static std::map<int64_t, int> PerChannel(const std::vector<ClaimedJob>& jobs) {
     std::map<int64_t, int> n;
     for (const auto& job : jobs) ++n[job.channel_id];
     return n;
-  }
-
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
   }
 
   // A tier whose breaker stays out of the way: only the caps decide here.

@@ -34,10 +34,6 @@ class ChannelCommandTest : public CliTest {
         db(), "SELECT secret FROM bulkhead.channels WHERE id = " + std::to_string(channel));
   }
 
-  int64_t Count(const std::string& where) {
-    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
   int64_t acme_ = 0;
 };
 

@@ -50,20 +50,6 @@ class EndpointAnswersTest : public testing::CliTest {
     return testing::CreateChannel(db(), tenant, MockUrl(path));
   }
 
-  int Count(const std::string& where) {
-    return QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
-  // Polls until `condition` (SQL) holds; false after `timeout`.
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
-  }
-
   // The breaker stays out of the way (a 429 and a 503 are breaker failures: breaker_node_test
   // covers that); one worker, so that after the first answer every other job is waiting.
   static nlohmann::json Tier(int workers, nlohmann::json extra = nlohmann::json::object()) {

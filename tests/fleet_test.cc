@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "database_test.h"
+#include "delivery_test.h"
 #include "http_receiver.h"
 #include "job_store.h"
 #include "node_process.h"
@@ -19,7 +19,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::DatabaseTest;
+using testing::DeliveryTest;
 using testing::HttpReceiver;
 using testing::LoopbackNetworks;
 using testing::NodeProcess;
@@ -27,46 +27,12 @@ using testing::QueryValue;
 using testing::ReceivedRequest;
 using testing::Reply;
 
-class FleetTest : public DatabaseTest {
+class FleetTest : public DeliveryTest {
  protected:
   int64_t Channel(const std::string& url = "http://127.0.0.1:9/hook") {
     static int tenants = 0;
     return testing::CreateChannel(
         db(), testing::CreateTenant(db(), "tenant-" + std::to_string(++tenants)), url);
-  }
-
-  void Exec(const std::string& sql) {
-    pqxx::work tx(db());
-    tx.exec(sql);
-    tx.commit();
-  }
-
-  void Enqueue(int64_t channel, int n) {
-    Exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
-         ", jsonb_build_object('n', i)) FROM generate_series(1, " + std::to_string(n) + ") i");
-  }
-
-  int64_t Count(const std::string& where) {
-    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
-  }
-
-  static bool WaitForLog(const NodeProcess& node, const std::string& event,
-                         milliseconds timeout = seconds(20)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (node.Log().find("\"event\":\"" + event + "\"") != std::string::npos) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
   }
 
   // A node registered with a lease that has already run out.
@@ -236,7 +202,7 @@ TEST_F(FleetTest, JobsOfANodeKilledWithSigkillAreDeliveredByAnotherAfterItsLease
   ASSERT_TRUE(
       WaitFor("(SELECT count(*) = 30 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << b.Log();
-  EXPECT_TRUE(WaitForLog(b, "jobs_rescued")) << b.Log();
+  EXPECT_TRUE(b.WaitForLog("jobs_rescued")) << b.Log();
   // The rescued jobs spent node-a's attempt: they completed on their second.
   EXPECT_EQ(Count("attempt = 2"), stranded);
   // Every delivery arrived; repeats only for the requests in flight at the kill, each with its
@@ -277,7 +243,7 @@ TEST_F(FleetTest, AFrozenNodesLateResultsChangeNothingAfterItsJobsWereRescued) {
 TEST_F(FleetTest, OneNodeLeadsAndLeadershipMovesWhenItDies) {
   NodeProcess a(Node("node-a"), {{"default", Tier(2)}});
   a.Start(conninfo());
-  ASSERT_TRUE(WaitForLog(a, "leader_elected")) << a.Log();
+  ASSERT_TRUE(a.WaitForLog("leader_elected")) << a.Log();
   NodeProcess b(Node("node-b"), {{"default", Tier(2)}});
   b.Start(conninfo());
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 2 FROM bulkhead.nodes)"));
@@ -285,7 +251,7 @@ TEST_F(FleetTest, OneNodeLeadsAndLeadershipMovesWhenItDies) {
   EXPECT_EQ(b.Log().find("leader_elected"), std::string::npos) << b.Log();
   a.Signal(SIGKILL);
   a.Wait(seconds(5));
-  EXPECT_TRUE(WaitForLog(b, "leader_elected", seconds(10))) << b.Log();
+  EXPECT_TRUE(b.WaitForLog("leader_elected", seconds(10))) << b.Log();
   b.Signal(SIGTERM);
   EXPECT_EQ(b.Wait(seconds(20)), 0);
 }

@@ -1,4 +1,4 @@
-// HttpSender against real HTTP over loopback (tests/support/http_receiver).
+// HttpSender against real HTTP over loopback (tests/harness/http_receiver).
 #include "http_sender.h"
 
 #include <arpa/inet.h>
@@ -24,12 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "free_port.h"
 #include "http_receiver.h"
 #include "subprocess.h"
 
 namespace bulkhead {
 namespace {
 
+using testing::FreeLoopbackPort;
 using testing::HttpReceiver;
 using testing::ReceivedRequest;
 using testing::Reply;
@@ -113,23 +115,6 @@ Reply Hang(const ReceivedRequest&) {
   Reply reply;
   reply.hang = true;
   return reply;
-}
-
-// A loopback port nothing listens on: bound, then closed.
-int UnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("bind");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 size_t ThreadCount() {
@@ -335,7 +320,7 @@ TEST(HttpSender, AHeaderFloodCostsNoMemoryAndATooLargeOneFails) {
 
 TEST(HttpSender, ConnectionRefusedIsAConnectError) {
   HttpSender sender(Loopback());
-  int port = UnusedPort();
+  int port = FreeLoopbackPort();
 
   HttpOutcome outcome =
       SendAndWait(sender, Post("http://127.0.0.1:" + std::to_string(port) + "/hook"));

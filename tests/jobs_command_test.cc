@@ -59,10 +59,6 @@ class JobsCommandTest : public CliTest {
             std::to_string(job));
   }
 
-  int64_t Count(const std::string& where) {
-    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
   int64_t acme_ = 0, beta_ = 0, channel_ = 0, other_ = 0;
 };
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "database_test.h"
+#include "delivery_test.h"
 #include "http_receiver.h"
 #include "job_store.h"
 #include "node_process.h"
@@ -21,6 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::DatabaseTest;
+using testing::DeliveryTest;
 using testing::HttpReceiver;
 using testing::LoopbackNetworks;
 using testing::NodeProcess;
@@ -46,48 +47,13 @@ Reply After(milliseconds delay) {
   return reply;
 }
 
-class NodeTest : public DatabaseTest {
+class NodeTest : public DeliveryTest {
  protected:
   // A tenant on `tier` with one channel to `url`; returns the channel id.
   int64_t Channel(const std::string& url, const std::string& tier = "default") {
     static int tenants = 0;
     int64_t tenant = testing::CreateTenant(db(), "tenant-" + std::to_string(++tenants), tier);
     return testing::CreateChannel(db(), tenant, url);
-  }
-
-  // Enqueues `n` deliveries to `channel` in one transaction; returns their ids.
-  std::vector<int64_t> Enqueue(int64_t channel, int n, const std::string& extra_sql = "") {
-    pqxx::work tx(db());
-    auto row = tx.exec1("SELECT bulkhead.enqueue_many(array_fill(" + std::to_string(channel) +
-                        "::bigint, ARRAY[" + std::to_string(n) +
-                        "]), ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, " +
-                        std::to_string(n) + ") i))");
-    if (!extra_sql.empty()) tx.exec(extra_sql);
-    tx.commit();
-    std::vector<int64_t> ids;
-    std::string text = row[0].as<std::string>();  // {1,2,3}
-    size_t pos = 1;
-    while (pos < text.size() - 1) {
-      size_t comma = text.find(',', pos);
-      if (comma == std::string::npos) comma = text.size() - 1;
-      ids.push_back(std::stoll(text.substr(pos, comma - pos)));
-      pos = comma + 1;
-    }
-    return ids;
-  }
-
-  int Count(const std::string& where) {
-    return QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
-  }
-
-  // Polls until `condition` (SQL) holds; false after `timeout`.
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
   }
 
   static nlohmann::json Tier(int workers, nlohmann::json extra = nlohmann::json::object()) {
@@ -138,8 +104,9 @@ TEST_F(NodeTest, ClaimTakesPriorityThenScheduledTimeThenId) {
 
 TEST_F(NodeTest, ClaimTakesNoMoreThanTheLimitAndNothingNotYetDue) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
-  Enqueue(ch, 5);
-  Enqueue(ch, 3, "UPDATE bulkhead.jobs SET scheduled_at = now() + interval '1 hour' WHERE id > 5");
+  EnqueueMany(ch, 5);
+  EnqueueMany(ch, 3,
+              "UPDATE bulkhead.jobs SET scheduled_at = now() + interval '1 hour' WHERE id > 5");
   JobStore store(db());
   std::vector<ClaimedJob> first = store.Claim("default", 2, "node-a");
   ASSERT_EQ(first.size(), 2u);
@@ -156,7 +123,7 @@ TEST_F(NodeTest, ClaimTakesNoMoreThanTheLimitAndNothingNotYetDue) {
 
 TEST_F(NodeTest, ConcurrentClaimsNeverShareAJob) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
-  Enqueue(ch, 2000);
+  EnqueueMany(ch, 2000);
   std::vector<int64_t> claimed[2];
   auto drain = [this](std::vector<int64_t>* out, const std::string& node) {
     auto conn = Connect();
@@ -178,7 +145,7 @@ TEST_F(NodeTest, ConcurrentClaimsNeverShareAJob) {
 
 TEST_F(NodeTest, RecordCompletesRetriesAndDiscards) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
-  Enqueue(ch, 3, "UPDATE bulkhead.jobs SET max_attempts = 1 WHERE id = 3");
+  EnqueueMany(ch, 3, "UPDATE bulkhead.jobs SET max_attempts = 1 WHERE id = 3");
   JobStore store(db());
   auto jobs = store.Claim("default", 3, "node-a");
   ASSERT_EQ(jobs.size(), 3u);
@@ -206,7 +173,7 @@ TEST_F(NodeTest, RecordCompletesRetriesAndDiscards) {
 
 TEST_F(NodeTest, ARecordFromANodeThatNoLongerOwnsTheJobChangesNothing) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
-  Enqueue(ch, 1);
+  EnqueueMany(ch, 1);
   JobStore store(db());
   ASSERT_EQ(store.Claim("default", 1, "node-a").size(), 1u);
   EXPECT_EQ(store.Record({{1, 1, true, 200, "", 1, 0}}, "node-b"), 0);  // another node
@@ -222,7 +189,7 @@ TEST_F(NodeTest, ARecordFromANodeThatNoLongerOwnsTheJobChangesNothing) {
 
 TEST_F(NodeTest, TheAttemptLogKeepsTheNewestTwenty) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
-  Enqueue(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 30");
+  EnqueueMany(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 30");
   JobStore store(db());
   for (int attempt = 1; attempt <= 25; ++attempt) {
     ASSERT_EQ(store.Claim("default", 1, "node-a").size(), 1u) << attempt;
@@ -262,7 +229,7 @@ std::string ExpectedSignature(const std::string& secret, const std::string& id,
 TEST_F(NodeTest, DeliversSignedRequestsThatAnIndependentVerifierAccepts) {
   HttpReceiver receiver;
   int64_t ch = Channel(receiver.Url("/hook"));
-  std::vector<int64_t> ids = Enqueue(ch, 20);
+  std::vector<int64_t> ids = EnqueueMany(ch, 20);
   std::string secret = QueryValue<std::string>(
       db(), "SELECT secret FROM bulkhead.channels WHERE id = " + std::to_string(ch));
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(20)}});
@@ -296,7 +263,7 @@ TEST_F(NodeTest, DeliversSignedRequestsThatAnIndependentVerifierAccepts) {
 TEST_F(NodeTest, TwoNodesDeliverEveryJobExactlyOnce) {
   HttpReceiver receiver;
   int64_t ch = Channel(receiver.Url("/hook"));
-  Enqueue(ch, 3000);
+  EnqueueMany(ch, 3000);
   NodeProcess a(NodeConfig("node-a"), {{"default", Tier(20)}});
   NodeProcess b(NodeConfig("node-b"), {{"default", Tier(20)}});
   a.Start(url());
@@ -324,7 +291,7 @@ TEST_F(NodeTest, A500ThenA200EndsCompletedAfterTwoAttempts) {
     return Status(failed_once.insert(r.headers.at("webhook-id")).second ? 500 : 200);
   });
   int64_t ch = Channel(receiver.Url("/flaky"));
-  Enqueue(ch, 5);
+  EnqueueMany(ch, 5);
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 5 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
@@ -337,7 +304,7 @@ TEST_F(NodeTest, A500ThenA200EndsCompletedAfterTwoAttempts) {
 TEST_F(NodeTest, AJobThatKeepsFailingIsDiscardedWithItsReason) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Status(503); });
   int64_t ch = Channel(receiver.Url("/down"));
-  Enqueue(ch, 2, "UPDATE bulkhead.jobs SET max_attempts = 3");
+  EnqueueMany(ch, 2, "UPDATE bulkhead.jobs SET max_attempts = 3");
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 2 FROM bulkhead.jobs WHERE state = 'discarded'")) << node.Log();
@@ -349,7 +316,7 @@ TEST_F(NodeTest, AJobThatKeepsFailingIsDiscardedWithItsReason) {
 
 TEST_F(NodeTest, AnUnreachableEndpointIsAFailureWithTheConnectionError) {
   int64_t ch = Channel("http://127.0.0.1:1/hook");  // port 1: nothing listens there
-  Enqueue(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 1");
+  EnqueueMany(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 1");
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.jobs WHERE state = 'discarded'")) << node.Log();
@@ -360,7 +327,7 @@ TEST_F(NodeTest, AnUnreachableEndpointIsAFailureWithTheConnectionError) {
 TEST_F(NodeTest, SigtermDrainsInFlightRequestsWithinTheGrace) {
   HttpReceiver receiver([](const ReceivedRequest&) { return After(milliseconds(500)); });
   int64_t ch = Channel(receiver.Url("/slow"));
-  Enqueue(ch, 4);
+  EnqueueMany(ch, 4);
   NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 10000}}), {{"default", Tier(4)}});
   node.Start(url());
   ASSERT_TRUE(receiver.WaitForRequests(4, seconds(30))) << node.Log();
@@ -373,7 +340,7 @@ TEST_F(NodeTest, SigtermDrainsInFlightRequestsWithinTheGrace) {
 TEST_F(NodeTest, SigtermHandsBackWhatTheGraceCannotFinish) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
   int64_t ch = Channel(receiver.Url("/hang"));
-  Enqueue(ch, 10);
+  EnqueueMany(ch, 10);
   NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 300}}),
                    {{"default", Tier(5, {{"request_timeout_ms", 60000}})}});
   node.Start(url());
@@ -390,7 +357,7 @@ TEST_F(NodeTest, SigtermHandsBackWhatTheGraceCannotFinish) {
 TEST_F(NodeTest, ASecondSignalExitsAtOnce) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
   int64_t ch = Channel(receiver.Url("/hang"));
-  Enqueue(ch, 2);
+  EnqueueMany(ch, 2);
   NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 60000}}),
                    {{"default", Tier(2, {{"request_timeout_ms", 60000}})}});
   node.Start(url());
@@ -405,7 +372,7 @@ TEST_F(NodeTest, ASecondSignalExitsAtOnce) {
 TEST_F(NodeTest, AHangingEndpointHoldsSlotsNotThreads) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
   int64_t ch = Channel(receiver.Url("/hang"));
-  Enqueue(ch, 400);
+  EnqueueMany(ch, 400);
   NodeProcess node(NodeConfig("node-a", {{"shutdown_grace_ms", 0}}),
                    {{"default", Tier(300, {{"request_timeout_ms", 60000}})}});
   node.Start(url());
@@ -430,7 +397,7 @@ TEST_F(NodeTest, AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll) {
   ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.nodes")) << node.Log();
   // Give the node's first claim (at start) time to find the queue empty.
   std::this_thread::sleep_for(milliseconds(500));
-  Enqueue(ch, 1);
+  EnqueueMany(ch, 1);
   EXPECT_TRUE(receiver.WaitForRequests(1, seconds(20))) << node.Log();
 }
 
@@ -449,7 +416,7 @@ TEST_F(NodeTest, AfterItsListenConnectionDropsTheNodeCatchesUpByClaiming) {
   ASSERT_TRUE(QueryValue<bool>(db(),
                                "SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity "
                                "WHERE query LIKE 'LISTEN%'"));
-  Enqueue(ch, 1);
+  EnqueueMany(ch, 1);
   EXPECT_TRUE(receiver.WaitForRequests(1, seconds(20))) << node.Log();
   EXPECT_NE(node.Log().find("listen_reconnected"), std::string::npos) << node.Log();
 }
@@ -457,7 +424,7 @@ TEST_F(NodeTest, AfterItsListenConnectionDropsTheNodeCatchesUpByClaiming) {
 TEST_F(NodeTest, KeepsDeliveringAfterEveryOneOfItsConnectionsIsKilled) {
   HttpReceiver receiver;
   int64_t ch = Channel(receiver.Url("/hook"));
-  Enqueue(ch, 10);
+  EnqueueMany(ch, 10);
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 10 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
@@ -466,7 +433,7 @@ TEST_F(NodeTest, KeepsDeliveringAfterEveryOneOfItsConnectionsIsKilled) {
                             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                             "WHERE datname = current_database() AND pid <> pg_backend_pid()"),
             3);
-  Enqueue(ch, 10);
+  EnqueueMany(ch, 10);
   EXPECT_TRUE(WaitFor("count(*) = 20 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
   EXPECT_EQ(receiver.request_count(), 20u);
   node.Signal(SIGTERM);

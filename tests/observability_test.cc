@@ -20,7 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include "database_test.h"
+#include "delivery_test.h"
+#include "free_port.h"
 #include "http_get.h"
 #include "http_receiver.h"
 #include "job_store.h"
@@ -35,7 +36,8 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::DatabaseTest;
+using testing::DeliveryTest;
+using testing::FreeLoopbackPort;
 using testing::HttpGet;
 using testing::HttpReceiver;
 using testing::LoopbackNetworks;
@@ -61,44 +63,12 @@ std::optional<double> Sample(const std::string& text, const std::string& name,
   return std::nullopt;
 }
 
-int FreePort() {
-  // Via a NodeProcess-style bind of port 0 (see node_process.cc): the kernel's pick.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
-class ObservabilityTest : public DatabaseTest {
+class ObservabilityTest : public DeliveryTest {
  protected:
   int64_t Channel(const std::string& url, const std::string& tier = "default") {
     static int tenants = 0;
     int64_t tenant = testing::CreateTenant(db(), "tenant-" + std::to_string(++tenants), tier);
     return testing::CreateChannel(db(), tenant, url);
-  }
-
-  void Enqueue(int64_t channel, int n, const std::string& extra_sql = "") {
-    pqxx::work tx(db());
-    tx.exec("SELECT bulkhead.enqueue_many(array_fill(" + std::to_string(channel) +
-            "::bigint, ARRAY[" + std::to_string(n) +
-            "]), ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, " +
-            std::to_string(n) + ") i))");
-    if (!extra_sql.empty()) tx.exec(extra_sql);
-    tx.commit();
-  }
-
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return false;
   }
 
   // Polls `path` on the node until `accept(answer)`; the last answer either way.
@@ -146,20 +116,22 @@ TEST_F(ObservabilityTest, ANodeCountsEachAttemptByOutcomeAndSummarizesRetriesInI
   int64_t ok = Channel(receiver.Url("/ok"));
   int64_t failing = Channel(receiver.Url("/fail"));
   int64_t slow = Channel(receiver.Url("/slow"));
-  int64_t refused = Channel("http://127.0.0.1:" + std::to_string(FreePort()) + "/closed");
+  int64_t refused = Channel("http://127.0.0.1:" + std::to_string(FreeLoopbackPort()) + "/closed");
   int64_t last = Channel(receiver.Url("/fail"));
-  Enqueue(ok, 20);
+  EnqueueMany(ok, 20);
   // 3 attempts each: two failures rescheduled, the third discards.
-  Enqueue(
+  EnqueueMany(
       failing, 4,
       "UPDATE bulkhead.jobs SET max_attempts = 3 WHERE channel_id = " + std::to_string(failing));
-  Enqueue(slow, 2,
-          "UPDATE bulkhead.jobs SET max_attempts = 2 WHERE channel_id = " + std::to_string(slow));
-  Enqueue(
+  EnqueueMany(
+      slow, 2,
+      "UPDATE bulkhead.jobs SET max_attempts = 2 WHERE channel_id = " + std::to_string(slow));
+  EnqueueMany(
       refused, 2,
       "UPDATE bulkhead.jobs SET max_attempts = 2 WHERE channel_id = " + std::to_string(refused));
-  Enqueue(last, 1,
-          "UPDATE bulkhead.jobs SET max_attempts = 1 WHERE channel_id = " + std::to_string(last));
+  EnqueueMany(
+      last, 1,
+      "UPDATE bulkhead.jobs SET max_attempts = 1 WHERE channel_id = " + std::to_string(last));
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(10)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 29 FROM bulkhead.jobs WHERE state IN ('completed', 'discarded')",
@@ -218,7 +190,7 @@ TEST_F(ObservabilityTest, OnlyTheLeaderExportsTheFleetCountsItSampled) {
   // Jobs on the bulk tier, which no node here serves: they wait, and the leader counts them.
   HttpReceiver receiver;
   int64_t waiting = Channel(receiver.Url("/w"), "bulk");
-  Enqueue(waiting, 3);
+  EnqueueMany(waiting, 3);
   {
     pqxx::work tx(db());
     tx.exec("UPDATE bulkhead.jobs SET scheduled_at = now() - interval '90 s'");
@@ -298,7 +270,7 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
         std::to_string(ch));
     tx.commit();
   }
-  Enqueue(ch, 5);
+  EnqueueMany(ch, 5);
   pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
   JobStore store(db());
   JobStore::FleetCounts counts = store.SampleFleet();
@@ -325,7 +297,7 @@ TEST_F(ObservabilityTest, WithRecordingOffTheNodeDeliversAndServesZeros) {
   setenv("BULKHEAD_METRICS_RECORDING", "off", 1);
   node.Start(url());
   unsetenv("BULKHEAD_METRICS_RECORDING");
-  Enqueue(ch, 10);
+  EnqueueMany(ch, 10);
   ASSERT_TRUE(receiver.WaitForRequests(10, seconds(30))) << node.Log();
   ASSERT_TRUE(WaitFor("count(*) = 10 FROM bulkhead.jobs WHERE state = 'completed'"));
   std::string text =
@@ -347,7 +319,7 @@ class PrometheusServer {
     std::string pattern = (fs::temp_directory_path() / "bulkhead-prom-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
     dir_ = pattern;
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     std::ofstream(dir_ / "prometheus.yml")
         << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         << "scrape_configs:\n  - job_name: bulkhead\n    static_configs:\n"
@@ -419,7 +391,7 @@ TEST_F(ObservabilityTest, APrometheusServerScrapesANodeAndCountsItsDeliveries) {
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
   node.Start(url());
   PrometheusServer prometheus(node.metrics_port());
-  Enqueue(ch, 25);
+  EnqueueMany(ch, 25);
   ASSERT_TRUE(receiver.WaitForRequests(25, seconds(30))) << node.Log();
   // Bounded: scrapes every second; give it 60 s to start, scrape and answer.
   std::optional<double> delivered, up;

@@ -4,7 +4,7 @@
 # Installs what is missing (./setup.sh), builds, and runs the whole suite three times: the
 # Release build, then AddressSanitizer+UBSan and ThreadSanitizer builds; then every fuzz target
 # of tests/fuzz/ for 15 s each (clang's libFuzzer, with ASan+UBSan). Every test that touches
-# SQL starts its own throwaway PostgreSQL 15 (tests/support/throwaway_postgres.h); nothing needs
+# SQL starts its own throwaway PostgreSQL 15 (tests/harness/throwaway_postgres.h); nothing needs
 # to be running beforehand. Exits non-zero if any test in any build fails, after printing every
 # build's ctest summary at the end.
 #

@@ -65,16 +65,6 @@ class SecretRotationTest : public CliTest {
     return m[1].str();
   }
 
-  // Polls until `condition` (SQL) holds; false after `timeout`.
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(30)) {
-    for (auto deadline = std::chrono::steady_clock::now() + timeout;
-         std::chrono::steady_clock::now() < deadline;
-         std::this_thread::sleep_for(milliseconds(20))) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-    }
-    return false;
-  }
-
   // Enqueues `n` deliveries to `channel` and waits until every job of the test is completed.
   void DeliverAndWait(int64_t channel, int n, const NodeProcess& node) {
     Enqueue(channel, n);

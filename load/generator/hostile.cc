@@ -1,9 +1,5 @@
 // The hostile scenario (scenarios.h): every kind of misbehaving endpoint at once, beside the
 // healthy tenant of dead_channel.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +11,7 @@
 
 #include "app_sender.h"
 #include "burst.h"
+#include "free_port.h"
 #include "mock_client.h"
 #include "phase_stats.h"
 #include "report.h"
@@ -42,25 +39,6 @@ struct Offender {
   SendReport backlog;
 };
 
-// A loopback port with nothing listening: bound to find a free one, then closed. Another
-// process could take it in between; on a test machine that is vanishingly rare, and the
-// offender would then merely not be "refused".
-int ClosedLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot find a free loopback port");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::vector<Offender> Offenders(const std::string& mock_url) {
   auto mock = [&](std::string name, std::string behaviour, std::string route, std::string query) {
     return Offender{std::move(name), std::move(behaviour), route, mock_url + route + query, {}, {}};
@@ -74,10 +52,12 @@ std::vector<Offender> Offenders(const std::string& mock_url) {
       mock("drip", "200, body dripped 1 byte/s", "/hook/h-drip",
            "?body_bytes=1000&drip_ms=1000&drip_bytes=1"),
   };
+  // A loopback port with nothing listening. Another process could take it in between; on a test
+  // machine that is vanishingly rare, and the offender would then merely not be "refused".
   offenders.push_back({"refused",
                        "connection refused",
                        "",
-                       "http://127.0.0.1:" + std::to_string(ClosedLoopbackPort()) + "/hook",
+                       "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()) + "/hook",
                        {},
                        {}});
   return offenders;

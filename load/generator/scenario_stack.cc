@@ -1,7 +1,5 @@
 #include "scenario_stack.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <ctime>
 #include <fstream>
@@ -10,6 +8,7 @@
 #include <thread>
 
 #include "app_sender.h"
+#include "poll.h"
 
 namespace bulkhead::load {
 
@@ -79,31 +78,9 @@ Channel CreateTenantAndChannel(pqxx::connection& conn, const std::string& name,
 
 bool WaitForArrivals(MockClient& mock, const std::string& route, int64_t expected,
                      std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (MockClient::RouteCounter(mock.Stats(), route, "unique_ids") >= expected) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
-ProcessUsage ReadProcessUsage(pid_t pid) {
-  ProcessUsage usage;
-  if (pid <= 0) return usage;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string field;
-  double ticks = 0;
-  // Fields 14 and 15 are utime and stime; the command name (field 2) has no spaces here.
-  for (int i = 1; i <= 15 && stat >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-  }
-  usage.cpu_s = ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmHWM:")) usage.peak_rss_mib = std::stod(line.substr(6)) / 1024.0;
-    if (line.starts_with("VmRSS:")) usage.rss_mib = std::stod(line.substr(6)) / 1024.0;
-  }
-  return usage;
+  return testing::PollUntil(
+      [&] { return MockClient::RouteCounter(mock.Stats(), route, "unique_ids") >= expected; },
+      timeout, std::chrono::milliseconds(100));
 }
 
 fs::path ResultsPath(const std::string& dir, const std::string& stem) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mock_client.h"
+#include "process_usage.h"
 #include "report.h"
 
 namespace bulkhead::load {
@@ -49,14 +50,9 @@ Channel CreateTenantAndChannel(pqxx::connection& conn, const std::string& name,
 bool WaitForArrivals(MockClient& mock, const std::string& route, int64_t expected,
                      std::chrono::seconds timeout);
 
-// CPU seconds (user + system) so far, and resident memory now and at its peak (MiB), of a
-// process on this machine; zeros when it cannot be read.
-struct ProcessUsage {
-  double cpu_s = 0;
-  double rss_mib = 0;
-  double peak_rss_mib = 0;
-};
-ProcessUsage ReadProcessUsage(pid_t pid);
+// A node's CPU seconds and memory: the harness's one reader (tests/harness/process_usage.h).
+using testing::ProcessUsage;
+using testing::ReadProcessUsage;
 
 // <dir>/<stem>.json, or <stem>-2.json, -3, … when taken (runs of one day keep each other).
 // Creates `dir`.

@@ -1,11 +1,8 @@
 #include "node_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +13,9 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "free_port.h"
+#include "poll.h"
 
 extern char** environ;
 
@@ -31,26 +31,6 @@ nlohmann::json TestNodeConfig(const std::string& name, nlohmann::json extra) {
 }
 
 namespace fs = std::filesystem;
-namespace {
-
-// A loopback port free now (the kernel's pick for port 0). Another process could take it
-// before the node binds it; the kernel hands out ports in turn, so that takes a wrap-around.
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error(std::string("no free loopback port: ") + std::strerror(errno));
-  }
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
-}  // namespace
 
 nlohmann::json LoopbackNetworks() { return nlohmann::json::array({"127.0.0.0/8", "::1/128"}); }
 
@@ -113,6 +93,17 @@ std::optional<int> NodeProcess::Wait(std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+bool NodeProcess::WaitForLog(const std::string& event, std::chrono::milliseconds timeout) {
+  const std::string needle = "\"event\":\"" + event + "\"";
+  PollUntil(
+      [&] {
+        return Log().find(needle) != std::string::npos ||
+               Wait(std::chrono::milliseconds(0)).has_value();
+      },
+      timeout);
+  return Log().find(needle) != std::string::npos;
 }
 
 int NodeProcess::ThreadCount() const {

@@ -46,6 +46,10 @@ class NodeProcess {
   // The exit code once the process has ended (128 + signal if killed), or nullopt if it is
   // still running after `timeout`.
   std::optional<int> Wait(std::chrono::milliseconds timeout);
+  // Polls (poll.h) Log() until it holds a line with "event":"<event>"; false if `timeout` passed
+  // first or the process ended without writing one.
+  bool WaitForLog(const std::string& event,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // Threads of the running process (/proc/<pid>/task).
   int ThreadCount() const;
   std::string Log() const;

@@ -4,13 +4,16 @@
 // PostgresEnvironment (registered by test_main.cc) starts the cluster before the first test,
 // creates `bulkhead_template` and migrates it with the real Migrator, and removes the cluster
 // after the last test. DatabaseTest gives each test its own database, cloned from the template
-// (or empty), and drops it afterwards, so tests never see each other's rows.
+// (or empty), and drops it afterwards, so tests never see each other's rows. It also carries the
+// two helpers nearly every SQL test needs, written once here: run a statement, and wait for a
+// SQL condition. (DeliveryTest, delivery_test.h, adds counting and enqueueing deliveries.)
 //
 // Everything here runs on the test's main thread.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <pqxx/pqxx>
@@ -50,6 +53,14 @@ class DatabaseTest : public ::testing::Test {
   pqxx::connection& db();
   // A further connection, for tests that need two sessions (a listener, a concurrent writer).
   std::unique_ptr<pqxx::connection> Connect() const;
+
+  // Runs `sql` in its own transaction on db().
+  void Exec(const std::string& sql);
+
+  // Polls (poll.h) until `condition` holds: "SELECT <condition>" returns true on db(). False if
+  // `timeout` passed first.
+  bool WaitFor(const std::string& condition,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
  private:
   const Start start_;

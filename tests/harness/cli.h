@@ -4,12 +4,11 @@
 // Everything here runs on the test's main thread (RunCommand blocks it).
 #pragma once
 
-#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "database_test.h"
+#include "delivery_test.h"
 #include "subprocess.h"
 
 namespace bulkhead::testing {
@@ -34,20 +33,12 @@ void ExpectUnreachableDatabaseError(const std::vector<std::vector<std::string>>&
 std::vector<std::vector<std::string>> Cells(const std::string& table);
 
 // A test database and the binary pointed at it.
-class CliTest : public DatabaseTest {
+class CliTest : public DeliveryTest {
  protected:
-  using DatabaseTest::DatabaseTest;
+  using DeliveryTest::DeliveryTest;
 
   // Runs the binary with this test's database as --database.
   CommandResult Run(std::vector<std::string> args);
-
-  // Runs `sql` in its own transaction.
-  void Exec(const std::string& sql);
-
-  // `n` deliveries to `channel` through bulkhead.enqueue (payload {}).
-  void Enqueue(int64_t channel, int n);
-  // One delivery; returns its job id.
-  int64_t EnqueueOne(int64_t channel, const std::string& payload = "{}");
 };
 
 }  // namespace bulkhead::testing

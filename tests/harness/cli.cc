@@ -6,8 +6,6 @@
 #include <regex>
 #include <sstream>
 
-#include "tenancy.h"
-
 namespace bulkhead::testing {
 
 namespace {
@@ -62,25 +60,6 @@ CommandResult CliTest::Run(std::vector<std::string> args) {
   args.push_back("--database");
   args.push_back(url());
   return Bulkhead(args);
-}
-
-void CliTest::Exec(const std::string& sql) {
-  pqxx::work tx(db());
-  tx.exec(sql);
-  tx.commit();
-}
-
-void CliTest::Enqueue(int64_t channel, int n) {
-  Exec("SELECT bulkhead.enqueue(" + std::to_string(channel) +
-       ", '{}'::jsonb) FROM generate_series(1, " + std::to_string(n) + ")");
-}
-
-int64_t CliTest::EnqueueOne(int64_t channel, const std::string& payload) {
-  pqxx::work tx(db());
-  int64_t id =
-      tx.exec_params1("SELECT bulkhead.enqueue($1, $2::jsonb)", channel, payload)[0].as<int64_t>();
-  tx.commit();
-  return id;
 }
 
 }  // namespace bulkhead::testing

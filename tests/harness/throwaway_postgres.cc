@@ -1,14 +1,11 @@
 #include "throwaway_postgres.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +18,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "free_port.h"
 
 namespace bulkhead::testing {
 namespace fs = std::filesystem;
@@ -153,25 +152,6 @@ std::string Tail(const fs::path& log, size_t max_bytes = 4000) {
   return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
 }
 
-// A loopback TCP port nobody listens on now. Another process may take it before the server
-// binds it; the server then fails to start and Start() reports it with the log.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error(std::string("finding a free port: ") + std::strerror(errno));
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 }  // namespace
 
 std::unique_ptr<ThrowawayPostgres> ThrowawayPostgres::Start() {
@@ -209,7 +189,9 @@ void ThrowawayPostgres::Launch() {
     throw std::runtime_error("initdb failed:\n" + Tail(log));
   }
 
-  port_ = FreePort();
+  // A port free now; should another process take it before the server binds it, the server
+  // fails to start and the error below carries its log.
+  port_ = FreeLoopbackPort();
   server_pid_ =
       Spawn(user,
             {(bindir_ / "postgres").string(), "-D", (root_ / "data").string(), "-p",

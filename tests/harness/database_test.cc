@@ -2,6 +2,8 @@
 
 #include "migrations.h"
 #include "migrator.h"
+#include "poll.h"
+#include "tenancy.h"
 
 namespace bulkhead::testing {
 namespace {
@@ -52,6 +54,16 @@ pqxx::connection& DatabaseTest::db() {
 
 std::unique_ptr<pqxx::connection> DatabaseTest::Connect() const {
   return std::make_unique<pqxx::connection>(conninfo());
+}
+
+void DatabaseTest::Exec(const std::string& sql) {
+  pqxx::work tx(db());
+  tx.exec(sql);
+  tx.commit();
+}
+
+bool DatabaseTest::WaitFor(const std::string& condition, std::chrono::milliseconds timeout) {
+  return PollUntil([&] { return QueryValue<bool>(db(), "SELECT " + condition); }, timeout);
 }
 
 }  // namespace bulkhead::testing
