@@ -1,12 +1,13 @@
 // The config keys: one table per level, node keys (NodeOptions, the node config file) and tier
 // keys (TierOptions, a tier file), one row per key. A row names the key, its JSON type as
 // docs/configuration.md's tables write it, whether a SIGHUP reload applies it, its range, and
-// the functions that read it into its field, check it there, and show its value. Nothing else
-// spells a key's name: LoadConfig/LoadTiers (config.cc) read files through ReadKeys, which
-// refuses unknown keys by the tables; Validate() walks the table; tests/config_keys_test.cc
-// holds docs/configuration.md to both tables. A key's default is its field's default member
-// initialiser in config.h, the only place it is written; a row shows it (`value` on a
-// default-constructed struct), never repeats it.
+// the functions that read it into its field, check it there, and show its value. LoadConfig
+// and LoadTiers (config.cc) read files through ReadKeys, which refuses unknown keys by the
+// tables; Validate() walks the table; tests/config_keys_test.cc holds docs/configuration.md and
+// the shipped tier files to both tables. Only config.cc's checks on the file system (tiers_dir
+// is a folder, each of tiers has a file) name a key outside its row, in their errors. A key's
+// default is its field's default member initialiser in config.h, the only place it is written; a
+// row shows it (`value` on a default-constructed struct), never repeats it.
 //
 // Adding a key: a field with its default in config.h, a row in config_keys.cc, a section in
 // docs/configuration.md (the test fails until there is one), and the shipped tier files if it
