@@ -163,7 +163,7 @@ int Reset(int64_t channel, const cli::Words& words) {
 
 int RunBreakersCommand(std::span<const std::string_view> args) {
   constexpr std::string_view kCommand = "bulkhead breakers";
-  auto parsed = cli::Parse(kCommand, args, {.options = {{"--json", nullptr}}, .max_positional = 0},
+  auto parsed = cli::Parse(kCommand, args, {.options = {cli::kJsonFlag}, .max_positional = 0},
                            [] { std::cout << kBreakersUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
@@ -198,13 +198,8 @@ int RunBreakerCommand(std::span<const std::string_view> args) {
       cli::Parse(kResetCommand, args.subspan(1), {.options = {}, .max_positional = 1}, print_help);
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  if (words.positional.empty()) return cli::UsageError(kResetCommand, "missing CHANNEL");
-  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
-  if (!channel) {
-    return cli::UsageError(kResetCommand,
-                           "CHANNEL must be a positive integer (a channel id), not '" +
-                               cli::OneLine(words.positional[0]) + "'");
-  }
+  std::optional<int64_t> channel = cli::TakeChannel(kResetCommand, words);
+  if (!channel) return kExitUsage;
   return Reset(*channel, words);
 }
 

@@ -32,12 +32,8 @@ std::variant<int64_t, int> ParseChannel(const Subcommand& sub,
                            [&] { Verb().PrintHelp(sub); });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   *words = std::get<cli::Words>(std::move(parsed));
-  if (words->positional.empty()) return cli::UsageError(command, "missing CHANNEL");
-  std::optional<int64_t> channel = cli::ParseId(words->positional[0]);
-  if (!channel) {
-    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id), not '" +
-                                        cli::OneLine(words->positional[0]) + "'");
-  }
+  std::optional<int64_t> channel = cli::TakeChannel(command, *words);
+  if (!channel) return kExitUsage;
   return *channel;
 }
 
@@ -149,16 +145,12 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
 
 int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
   const std::string command = Verb().CommandName(sub);
-  auto parsed = cli::Parse(command, args, {.options = {{"--json", nullptr}}, .max_positional = 1},
+  auto parsed = cli::Parse(command, args, {.options = {cli::kJsonFlag}, .max_positional = 1},
                            [&] { Verb().PrintHelp(sub); });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  if (words.positional.empty()) return cli::UsageError(command, "missing CHANNEL");
-  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
-  if (!channel) {
-    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id), not '" +
-                                        cli::OneLine(words.positional[0]) + "'");
-  }
+  std::optional<int64_t> channel = cli::TakeChannel(command, words);
+  if (!channel) return kExitUsage;
   return cli::WithStore(command, words, [&](JobStore& store) {
     std::optional<JobStore::ChannelInfo> c = store.ShowChannel(*channel);
     if (!c) return NoSuchChannel(command, *channel);
@@ -223,12 +215,8 @@ int RunDisable(const Subcommand& sub, std::span<const std::string_view> args) {
                  [&] { Verb().PrintHelp(sub); });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  if (words.positional.empty()) return cli::UsageError(command, "missing CHANNEL");
-  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
-  if (!channel) {
-    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id), not '" +
-                                        cli::OneLine(words.positional[0]) + "'");
-  }
+  std::optional<int64_t> channel = cli::TakeChannel(command, words);
+  if (!channel) return kExitUsage;
   std::optional<std::string> reason = words.Value("--reason");
   if (!reason) return cli::UsageError(command, "missing --reason TEXT (say who and why)");
   if (reason->empty() || reason->size() > 500) {
@@ -319,11 +307,9 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
                  [&] { Verb().PrintHelp(sub); });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  if (words.positional.empty()) return cli::UsageError(command, "missing CHANNEL");
-  std::optional<int64_t> channel = cli::ParseId(words.positional[0]);
-  if (!channel) {
-    return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id)");
-  }
+  // The word is not quoted back: it may be a secret typed in the wrong place.
+  std::optional<int64_t> channel = cli::TakeChannel(command, words, /*quote_word=*/false);
+  if (!channel) return kExitUsage;
   std::optional<std::string> secret = words.Value("--secret");
   if (secret && !IsGoodNewSecret(*secret)) {
     return cli::UsageError(command,

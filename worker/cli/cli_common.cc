@@ -43,6 +43,18 @@ std::optional<int64_t> ParseId(std::string_view word) {
   return id;
 }
 
+std::optional<int64_t> TakeId(std::string_view command, std::string_view name,
+                              std::string_view what, std::string_view word, bool quote_word) {
+  std::optional<int64_t> id = ParseId(word);
+  if (!id) {
+    std::string message =
+        std::string(name) + " must be a positive integer (" + std::string(what) + ")";
+    if (quote_word) message += ", not '" + OneLine(word) + "'";
+    UsageError(command, message);
+  }
+  return id;
+}
+
 std::optional<int64_t> ParseDuration(std::string_view word) {
   if (word.size() < 2) return std::nullopt;
   int64_t unit = 0;
@@ -88,6 +100,14 @@ std::optional<int> ParseLimit(std::string_view command, const Words& words, std:
     return std::nullopt;
   }
   return static_cast<int>(*n);
+}
+
+std::optional<int64_t> TakeChannel(std::string_view command, const Words& words, bool quote_word) {
+  if (words.positional.empty()) {
+    UsageError(command, "missing CHANNEL");
+    return std::nullopt;
+  }
+  return TakeId(command, "CHANNEL", "a channel id", words.positional[0], quote_word);
 }
 
 std::optional<std::string> Words::Value(std::string_view option) const {

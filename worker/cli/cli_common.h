@@ -50,6 +50,12 @@ std::string Deliveries(int64_t n, std::string_view adjective);
 // "07x", "+7", "0" or "-3"). nullopt when it is not one.
 std::optional<int64_t> ParseId(std::string_view word);
 
+// `word` as an id (ParseId), or nullopt after the usage error "<name> must be a positive integer
+// (<what>), not '<word>'". Without `quote_word` the word is not repeated: it may be a secret
+// typed in the wrong place.
+std::optional<int64_t> TakeId(std::string_view command, std::string_view name,
+                              std::string_view what, std::string_view word, bool quote_word = true);
+
 // A duration as an operator types it: a positive whole number and a unit, s, m, h or d
 // ("90s", "15m", "2h", "7d"). Seconds, or nullopt when it is not one.
 std::optional<int64_t> ParseDuration(std::string_view word);
@@ -83,6 +89,14 @@ struct Words {
   bool Has(std::string_view flag) const { return flags.contains(flag); }
   std::optional<std::string> Value(std::string_view option) const;
 };
+
+// The option every listing verb takes for JSON output instead of a table.
+inline constexpr Option kJsonFlag{"--json", nullptr};
+
+// The first positional word as CHANNEL, a channel id (bulkhead.channels.id): nullopt after the
+// usage error "missing CHANNEL" or TakeId's. The one CHANNEL rule of every verb that takes one.
+std::optional<int64_t> TakeChannel(std::string_view command, const Words& words,
+                                   bool quote_word = true);
 
 // The value of `option` as a number from 1 to `max`, else `fallback` when it is not given.
 // nullopt after printing the usage error.

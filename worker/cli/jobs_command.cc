@@ -56,13 +56,8 @@ bool TakeId(std::string_view command, const cli::Words& words, std::string_view 
             std::optional<int64_t>* id) {
   std::optional<std::string> value = words.Value(option);
   if (!value) return true;
-  *id = cli::ParseId(*value);
-  if (!*id) {
-    cli::UsageError(command, std::string(option) + " must be a positive integer (an id), not '" +
-                                 cli::OneLine(*value) + "'");
-    return false;
-  }
-  return true;
+  *id = cli::TakeId(command, option, "an id", *value);
+  return id->has_value();
 }
 
 void PrintJobs(const std::vector<JobStore::JobRow>& rows) {
@@ -218,7 +213,7 @@ int RunJobsCommand(std::span<const std::string_view> args) {
                                         {"--tenant", "a tenant id"},
                                         {"--state", "a state"},
                                         {"--limit", "a number"},
-                                        {"--json", nullptr}},
+                                        cli::kJsonFlag},
                             .max_positional = 0},
                            [] { std::cout << kJobsUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;

@@ -7,6 +7,7 @@
 #include <pqxx/pqxx>
 #include <string>
 
+#include "cli_common.h"
 #include "database_url.h"
 #include "exit_codes.h"
 #include "logger.h"
@@ -15,6 +16,8 @@
 
 namespace bulkhead {
 namespace {
+
+constexpr std::string_view kCommand = "bulkhead migrate";
 
 constexpr const char* kUsage = R"(usage: bulkhead migrate up | down [N] | status [--database URL]
 
@@ -25,10 +28,8 @@ constexpr const char* kUsage = R"(usage: bulkhead migrate up | down [N] | status
 The database is --database URL, else DATABASE_URL, else libpq's PG* variables.
 )";
 
-int UsageError(const std::string& message) {
-  std::cerr << "bulkhead migrate: " << message << " (try: bulkhead migrate --help)\n";
-  return kExitUsage;
-}
+// "bulkhead migrate: <message> (try: bulkhead migrate --help)", exit 2.
+int UsageError(const std::string& message) { return cli::UsageError(kCommand, message); }
 
 int PrintResult(const char* verb, const Migrator::Result& result) {
   for (const auto& step : result.steps) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <variant>
 
+#include "cli_common.h"
 #include "config.h"
 #include "database_url.h"
 #include "exit_codes.h"
@@ -16,6 +17,8 @@
 
 namespace bulkhead {
 namespace {
+
+constexpr std::string_view kCommand = "bulkhead run";
 
 constexpr const char* kUsage = R"(usage: bulkhead run --config FILE [--database URL]
 
@@ -27,10 +30,8 @@ The database is --database URL, else the config's "database", else DATABASE_URL,
 PG* variables. docs/configuration.md lists every key.
 )";
 
-int UsageError(const std::string& message) {
-  std::cerr << "bulkhead run: " << message << " (try: bulkhead run --help)\n";
-  return kExitUsage;
-}
+// "bulkhead run: <message> (try: bulkhead run --help)", exit 2.
+int UsageError(const std::string& message) { return cli::UsageError(kCommand, message); }
 
 }  // namespace
 

@@ -118,7 +118,7 @@ void PrintJson(const std::vector<JobStore::QueueStatus>& queues,
 
 int RunStatusCommand(std::span<const std::string_view> args) {
   constexpr std::string_view kCommand = "bulkhead status";
-  auto parsed = cli::Parse(kCommand, args, {.options = {{"--json", nullptr}}, .max_positional = 0},
+  auto parsed = cli::Parse(kCommand, args, {.options = {cli::kJsonFlag}, .max_positional = 0},
                            [] { std::cout << kUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);

@@ -116,7 +116,7 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
 
 int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
   const std::string command = Verb().CommandName(sub);
-  auto parsed = cli::Parse(command, args, {.options = {{"--json", nullptr}}, .max_positional = 1},
+  auto parsed = cli::Parse(command, args, {.options = {cli::kJsonFlag}, .max_positional = 1},
                            [&] { Verb().PrintHelp(sub); });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);

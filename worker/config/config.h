@@ -2,11 +2,12 @@
 //
 // `bulkhead run --config FILE` reads one JSON object for the node (NodeOptions) and one JSON
 // object per served tier, each in its own file `<tiers_dir>/<tier>.json` (TierOptions). Every key
-// is optional: its default is written beside its field below, and each struct's Validate() holds
-// its ranges, so docs/configuration.md, the defaults and the checks sit in two places that name
-// each other. Anything else — an unknown or repeated key, a wrong JSON type, a value out of
-// range, a tier file that is not named like a tier — refuses the whole configuration, with the
-// file, the key and the reason: a node never starts on a half-understood config.
+// is optional: its default is written beside its field below, and nowhere else. Each key's name,
+// type, range and reload rule is one row of the tables in config_keys.h, which the readers and
+// each struct's Validate() walk, and which tests/config_keys_test.cc holds
+// docs/configuration.md to. Anything else — an unknown or repeated key, a wrong JSON type, a value
+// out of range, a tier file that is not named like a tier — refuses the whole configuration, with
+// the file, the key and the reason: a node never starts on a half-understood config.
 //
 // Where the node keys go: `allowed_networks` and `tls_insecure_skip_verify` into the
 // HttpSender's options (the SSRF guard, network_guard.h, and TLS verification); CIDRs are
