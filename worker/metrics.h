@@ -47,20 +47,13 @@
 
 #include "http_sender.h"
 #include "job_store.h"
+#include "verdict.h"  // DeliveryOutcome
 
 namespace bulkhead {
 
-// What one delivery attempt came to, as the `outcome` label says it.
-enum class DeliveryOutcome { kDelivered, kFailed, kTimeout, kRefused, kDiscarded };
-
-// The label word of an outcome: delivered, failed, timeout, refused, discarded.
+// The label word of an outcome: delivered, failed, timeout, refused, discarded. Which outcome
+// an attempt came to is the verdict's (verdict.h: DeliveryOutcome, ClassifyDelivery).
 const char* DeliveryOutcomeName(DeliveryOutcome outcome);
-
-// Classifies an attempt: a 2xx is delivered; otherwise a failure on the job's last attempt, or
-// a permanent one (the SSRF guard refused the address: kBlocked), is discarded, a timeout is
-// timeout, no connection (refused, unreachable) is refused, and anything else (a non-2xx, DNS, TLS,
-// protocol) is failed. One word per attempt, so the outcomes add up to the attempts.
-DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt);
 
 class Metrics {
  public:

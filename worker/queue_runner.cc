@@ -5,7 +5,7 @@
 
 #include "logger.h"
 #include "reconnect_backoff.h"
-#include "retry_after.h"
+#include "verdict.h"
 #include "version.h"
 #include "webhook_signature.h"
 
@@ -22,13 +22,6 @@ std::vector<std::chrono::milliseconds> Delays(const std::vector<int64_t>& millis
 double UnitRandom() {
   thread_local std::mt19937_64 generator{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(generator);
-}
-
-// The reason recorded in jobs.last_error and the attempt log.
-std::string FailureReason(const HttpOutcome& outcome) {
-  if (outcome.error == HttpError::kNone) return "HTTP " + std::to_string(outcome.status);
-  if (outcome.error == HttpError::kBlocked) return outcome.error_text;  // "blocked: …" already
-  return std::string(HttpErrorName(outcome.error)) + ": " + outcome.error_text;
 }
 
 const std::string kUserAgent = std::string("Bulkhead/") + kVersion;
@@ -565,6 +558,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   }
   return reached;
 }
+
 void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome) {
   InFlight job;
   {
@@ -574,103 +568,96 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     if (it == in_flight_.end() || it->second.attempt != attempt) return;
     job = it->second;
   }
-  if (outcome.error != HttpError::kCancelled) {
-    const BreakerSignal signal = ClassifyForBreaker(outcome);
-    const std::string detail = outcome.delivered() ? "" : FailureReason(outcome);
-    if (job.probe) {
-      // The endpoint answered (even a 4xx): it is up again, and the probe closes the breaker.
-      keeper_.ProbeAnswered(options_.tier.name, job.channel, job_id,
-                            signal != BreakerSignal::kFailure, detail);
-    } else if (auto trip = board_.Finished(job.channel, job_id, signal, detail,
-                                           std::chrono::steady_clock::now())) {
-      keeper_.RequestOpen(options_.tier.name, std::move(*trip));
-    }
-    // 410 Gone: the channel is to be disabled and this job parked (ApplyAnswers), not
-    // retried or discarded, so the attempt is counted failed even if it was the last.
-    bool gone = outcome.error == HttpError::kNone && outcome.status == 410;
-    const DeliveryOutcome counted = ClassifyDelivery(outcome, job.last_attempt && !gone);
-    if (metrics_) {
-      metrics_->Delivered(counted);
-      metrics_->delivery_duration->Observe(std::chrono::duration<double>(outcome.duration).count());
-    }
-    switch (counted) {
-      case DeliveryOutcome::kDelivered:
-        break;
-      case DeliveryOutcome::kDiscarded:
-        if (outcome.error == HttpError::kBlocked) {
-          blocked_log_.Add();
-          if (metrics_) metrics_->blocked->Increment();
-        } else {
-          discarded_log_.Add();
-        }
-        break;
-      default:
-        retries_log_[static_cast<int>(counted) - 1].Add();
-    }
-    AttemptResult result;
-    result.id = job_id;
-    result.attempt = attempt;
-    result.delivered = outcome.delivered();
-    result.permanent = outcome.error == HttpError::kBlocked;
-    result.status = outcome.status;
-    result.duration_ms = std::chrono::duration<double, std::milli>(outcome.duration).count();
-    // A 429 or 503 that says how long to wait: lengthens this job's wait, and its channel's.
-    int64_t asked_ms = 0;
-    if (!result.delivered && outcome.error == HttpError::kNone &&
-        (outcome.status == 429 || outcome.status == 503) && !outcome.retry_after.empty()) {
-      if (auto asked = ParseRetryAfter(outcome.retry_after, std::chrono::system_clock::now())) {
-        asked_ms = std::chrono::duration_cast<std::chrono::milliseconds>(*asked).count();
-      }
-    }
-    if (!result.delivered) {
-      result.error = detail;
-      std::lock_guard lock(mu_);
-      result.retry_delay_ms = retry_->NextDelay(attempt, UnitRandom()).count();
-      asked_ms = std::min(asked_ms, tier_.retry_after_max_ms);
-      if (asked_ms > 0) {
-        if (asked_ms > result.retry_delay_ms && !job.last_attempt) {
-          result.retry_delay_ms = asked_ms;
-          ++snoozed_;
-          snoozed_log_.Add();
-          if (metrics_) metrics_->snoozed->Increment();
-        }
-        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(asked_ms);
-        auto [it, added] = snoozes_.emplace(job.channel, until);
-        if (!added) it->second = std::max(it->second, until);
-        answers_queued_ = true;
-        answers_due_ = std::min(answers_due_, std::chrono::steady_clock::now());
-      }
-      if (gone && !stop_) {
-        // The runner applies it; after a stop, the runner is gone: written as a failure.
-        gone_.push_back({{job.channel, job_id, attempt, detail, result.duration_ms}, result, 0});
-        answers_queued_ = true;
-        answers_due_ = std::chrono::steady_clock::now();
-      } else {
-        gone = false;
-      }
-    }
-    // Before the slot frees: the result is in the writer's hands (or the runner's) before a
-    // new claim can follow, so the writer's backlog stays bounded by the slots.
-    if (!gone) writer_.Add(std::move(result));
+  // The sender shut down before an answer: no verdict, the job stays registered for
+  // HandBackInFlight().
+  if (outcome.error == HttpError::kCancelled) {
+    cv_.notify_one();
+    return;
   }
+  Verdict verdict;
   {
     std::lock_guard lock(mu_);
-    // A cancelled request stays registered: HandBackInFlight() gives it back.
-    if (outcome.error != HttpError::kCancelled) {
-      // Its stalled mark is read here, not from the copy above: the runner may have set it since.
-      auto it = in_flight_.find(job_id);
-      if (it != in_flight_.end() && it->second.stalled) --stalled_;
-      // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
-      if (ClassifyForBreaker(outcome) == BreakerSignal::kFailure) {
-        caps_.Failed(job.channel, job.tenant, std::chrono::steady_clock::now());
-      } else if (outcome.delivered() &&
-                 outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
-        caps_.Succeeded(job.channel);
+    verdict = Decide(outcome, {attempt, job.last_attempt, job.probe},
+                     {*retry_, std::chrono::milliseconds(tier_.retry_after_max_ms), UnitRandom(),
+                      std::chrono::system_clock::now()});
+  }
+  if (job.probe) {
+    keeper_.ProbeAnswered(options_.tier.name, job.channel, job_id, verdict.probe_closes,
+                          verdict.error);
+  } else if (auto trip = board_.Finished(job.channel, job_id, verdict.breaker, verdict.error,
+                                         std::chrono::steady_clock::now())) {
+    keeper_.RequestOpen(options_.tier.name, std::move(*trip));
+  }
+  if (metrics_) {
+    metrics_->Delivered(verdict.outcome);
+    metrics_->delivery_duration->Observe(std::chrono::duration<double>(outcome.duration).count());
+  }
+  switch (verdict.outcome) {
+    case DeliveryOutcome::kDelivered:
+      break;
+    case DeliveryOutcome::kDiscarded:
+      if (verdict.permanent) {
+        blocked_log_.Add();
+        if (metrics_) metrics_->blocked->Increment();
+      } else {
+        discarded_log_.Add();
       }
-      in_flight_.erase(job_id);
-      // A capped channel or tenant has room again: its next jobs may be claimed.
-      if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
+      break;
+    default:
+      retries_log_[static_cast<int>(verdict.outcome) - 1].Add();
+  }
+  AttemptResult result;
+  result.id = job_id;
+  result.attempt = attempt;
+  result.delivered = verdict.delivered;
+  result.permanent = verdict.permanent;
+  result.status = verdict.status;
+  result.error = verdict.error;
+  result.duration_ms = verdict.duration_ms;
+  result.retry_delay_ms = verdict.retry_delay_ms;
+  bool gone = verdict.gone;
+  {
+    std::lock_guard lock(mu_);
+    if (verdict.snoozed) {
+      ++snoozed_;
+      snoozed_log_.Add();
+      if (metrics_) metrics_->snoozed->Increment();
     }
+    if (verdict.snooze_channel.count() > 0) {
+      auto until = std::chrono::steady_clock::now() + verdict.snooze_channel;
+      auto [it, added] = snoozes_.emplace(job.channel, until);
+      if (!added) it->second = std::max(it->second, until);
+      answers_queued_ = true;
+      answers_due_ = std::min(answers_due_, std::chrono::steady_clock::now());
+    }
+    if (gone && !stop_) {
+      // The runner applies it; after a stop, the runner is gone: written as a failure.
+      gone_.push_back(
+          {{job.channel, job_id, attempt, verdict.error, result.duration_ms}, result, 0});
+      answers_queued_ = true;
+      answers_due_ = std::chrono::steady_clock::now();
+    } else {
+      gone = false;
+    }
+  }
+  // Before the slot frees: the result is in the writer's hands (or the runner's) before a
+  // new claim can follow, so the writer's backlog stays bounded by the slots.
+  if (!gone) writer_.Add(std::move(result));
+  {
+    std::lock_guard lock(mu_);
+    // Its stalled mark is read here, not from the copy above: the runner may have set it since.
+    auto it = in_flight_.find(job_id);
+    if (it != in_flight_.end() && it->second.stalled) --stalled_;
+    // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
+    if (verdict.breaker == BreakerSignal::kFailure) {
+      caps_.Failed(job.channel, job.tenant, std::chrono::steady_clock::now());
+    } else if (verdict.delivered &&
+               outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
+      caps_.Succeeded(job.channel);
+    }
+    in_flight_.erase(job_id);
+    // A capped channel or tenant has room again: its next jobs may be claimed.
+    if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
   }
   cv_.notify_one();
 }

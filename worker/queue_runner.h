@@ -57,8 +57,9 @@
 // claims; jobs in flight keep the timeouts they were sent with.
 //
 // Threads. The runner thread owns the database connection (JobStore) and claims. Result
-// callbacks run on the sender's I/O thread: they compute the result and its retry delay, hand
-// it to the writer (and the breaker's board or keeper) and free the slot. Wake(),
+// callbacks run on the sender's I/O thread: they take the answer's Verdict (verdict.h: decided
+// once per answer), hand its parts to the writer, the breaker's board or keeper, the metrics
+// and the caps, and free the slot. Wake(),
 // Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
 // outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
 // the sender first.
