@@ -6,8 +6,7 @@
 #include "logger.h"
 #include "reconnect_backoff.h"
 #include "verdict.h"
-#include "version.h"
-#include "webhook_signature.h"
+#include "webhook_request.h"
 
 namespace bulkhead {
 namespace {
@@ -23,8 +22,6 @@ double UnitRandom() {
   thread_local std::mt19937_64 generator{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(generator);
 }
-
-const std::string kUserAgent = std::string("Bulkhead/") + kVersion;
 
 RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
   return RepeatedEvent(LogLevel::kInfo, "delivery_retries",
@@ -524,35 +521,20 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   for (const auto& job : jobs) {
     if (!job.probe) board_.Started(job.channel_id, job.id, sent_at);
   }
-  const int64_t timestamp = std::chrono::duration_cast<std::chrono::seconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
+  const auto now = std::chrono::system_clock::now();  // every request of a claim: one timestamp
   for (auto& job : jobs) {
-    std::string webhook_id = std::to_string(job.id);
-    // Current secret first, then the old ones still in their rotation window (ADR 0008).
-    std::optional<std::string> signature =
-        SignWebhookAll(job.secret, job.old_secrets, webhook_id, timestamp, job.payload);
-    if (!signature) {
-      // The schema's secret format makes this unreachable short of a hand-edited secret.
+    const int64_t id = job.id;
+    const int attempt = job.attempt;
+    std::optional<HttpRequest> request =
+        BuildWebhookRequest(job, now, {connect_timeout, request_timeout});
+    if (!request) {
       HttpOutcome unsigned_outcome;
       unsigned_outcome.error = HttpError::kOther;
-      unsigned_outcome.error_text = "the channel's secret is not whsec_ + base64";
-      OnOutcome(job.id, job.attempt, unsigned_outcome);
+      unsigned_outcome.error_text = kUnsignableSecret;
+      OnOutcome(id, attempt, unsigned_outcome);
       continue;
     }
-    HttpRequest request;
-    request.url = std::move(job.url);
-    request.body = std::move(job.payload);
-    request.headers = {{"content-type", "application/json"},
-                       {"user-agent", kUserAgent},
-                       {"webhook-id", webhook_id},
-                       {"webhook-timestamp", std::to_string(timestamp)},
-                       {"webhook-signature", *signature}};
-    request.connect_timeout = connect_timeout;
-    request.request_timeout = request_timeout;
-    int64_t id = job.id;
-    int attempt = job.attempt;
-    sender_.Send(std::move(request), [this, id, attempt](const HttpOutcome& outcome) {
+    sender_.Send(std::move(*request), [this, id, attempt](const HttpOutcome& outcome) {
       OnOutcome(id, attempt, outcome);
     });
   }
