@@ -34,12 +34,6 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
-// A channel's waiting jobs are snoozed (Retry-After) at most this often: a throttled channel
-// answering 429 to every request in flight costs one statement a second, not one per answer.
-constexpr auto kSnoozeEvery = std::chrono::seconds(1);
-// A 410's disable that fails this many times (the database is down) is given up: the
-// attempt is written as an ordinary failure instead, so the job is not left executing.
-constexpr int kGoneTries = 5;
 // Repeated events (caps reached, demotions) are logged as one summary at most kSummaryEvery
 // (logger.h) apart.
 
@@ -71,17 +65,13 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       discarded_log_(LogLevel::kWarn, "deliveries_discarded",
                      {{"tier", options_.tier.name},
                       {"detail", "jobs whose last attempt failed: discarded, not retried"}}),
-      snoozed_log_(LogLevel::kInfo, "deliveries_snoozed",
-                   {{"tier", options_.tier.name},
-                    {"detail",
-                     "jobs pushed later by a 429 or 503 Retry-After: answering jobs and their "
-                     "channels' waiting jobs"}}),
       blocked_log_(LogLevel::kWarn, "deliveries_blocked",
                    {{"tier", options_.tier.name},
                     {"detail",
                      "jobs discarded at once: the SSRF guard refused their endpoint's address "
                      "(each job's last_error says which and why; allowed_networks lets a "
                      "network through)"}}),
+      answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
       thread_([this] { Run(); }) {}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
@@ -187,9 +177,9 @@ void QueueRunner::Run() {
       lock.lock();
       continue;
     }
-    if (now >= answers_due_) {
+    if (now >= answers_.due()) {
       lock.unlock();
-      ApplyAnswers(now);
+      answers_.Apply(now);
       lock.lock();
       continue;
     }
@@ -233,102 +223,20 @@ void QueueRunner::Run() {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
       // channel's slot, the poll, or stop.
       cv_.wait_until(
-          lock, std::min({next_poll, next_probe, next_caps_summary_, answers_due_}),
-          [&] { return stop_ || wake_ || answers_due_ <= std::chrono::steady_clock::now(); });
+          lock, std::min({next_poll, next_probe, next_caps_summary_, answers_.due()}),
+          [&] { return stop_ || wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
       // back, for answers to apply (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, std::min({next_caps_summary_, next_stall, answers_due_}), [&] {
+      cv_.wait_until(lock, std::min({next_caps_summary_, next_stall, answers_.due()}), [&] {
         return stop_ || Occupied() < tier_.workers ||
-               answers_due_ <= std::chrono::steady_clock::now();
+               answers_.due() <= std::chrono::steady_clock::now();
       });
     }
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
   lock.unlock();
-  ApplyAnswers(std::chrono::steady_clock::now(), /*last=*/true);
-}
-
-void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now, bool last) {
-  std::vector<GoneAnswer> gone;
-  std::vector<std::pair<int64_t, int64_t>> snoozes;  // channel, ms from now
-  auto next = std::chrono::steady_clock::time_point::max();
-  {
-    std::lock_guard lock(mu_);
-    gone.swap(gone_);
-    answers_queued_ = false;
-    for (auto it = snoozes_.begin(); it != snoozes_.end();) {
-      auto last = snoozed_at_.find(it->first);
-      if (last != snoozed_at_.end() && now < last->second + kSnoozeEvery) {
-        next = std::min(next, last->second + kSnoozeEvery);
-        ++it;
-        continue;
-      }
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(it->second - now).count();
-      if (left > 0) snoozes.emplace_back(it->first, left);
-      it = snoozes_.erase(it);
-    }
-  }
-  const std::string& tier = options_.tier.name;
-  std::vector<GoneAnswer> retry;
-  for (auto& g : gone) {
-    try {
-      JobStore::Gone done = store_.Get().DisableGone(g.answer, options_.node);
-      if (done.disabled) {
-        ++channels_gone_;
-        if (metrics_) metrics_->channels_gone->Increment();
-        // One line per channel disabled: rare, and each one needs an operator.
-        Log(LogLevel::kWarn, "channel_disabled_gone",
-            {{"tier", tier},
-             {"channel", g.answer.channel},
-             {"job", g.answer.job},
-             {"jobs_parked", done.jobs},
-             {"detail",
-              "the endpoint answered 410 Gone: enqueue refuses the channel and its backlog "
-              "waits parked; bulkhead channel enable + resume sends it, bulkhead cancel ends "
-              "it"}});
-      }
-    } catch (const std::exception& e) {
-      store_.Reset();
-      if (++g.tries < kGoneTries && !last) {
-        retry.push_back(std::move(g));
-        continue;
-      }
-      Log(LogLevel::kError, "channel_disable_failed",
-          {{"tier", tier},
-           {"channel", g.answer.channel},
-           {"job", g.answer.job},
-           {"error", FirstLine(e.what())},
-           {"detail", "the 410 is recorded as an ordinary failed attempt instead"}});
-      writer_.Add(std::move(g.fallback));
-    }
-  }
-  for (const auto& [channel, delay_ms] : snoozes) {
-    try {
-      int n = store_.Get().SnoozeChannel(channel, delay_ms);
-      snoozed_ += n;
-      if (n > 0) {
-        snoozed_log_.Add(n);
-        if (metrics_) metrics_->snoozed->Increment(n);
-      }
-    } catch (const std::exception& e) {
-      // Not snoozing costs the channel's other jobs an early attempt each, no more: each
-      // answer snoozes its own job, and the next Retry-After asks again.
-      Log(LogLevel::kWarn, "snooze_failed",
-          {{"tier", tier}, {"channel", channel}, {"error", FirstLine(e.what())}});
-      store_.Reset();
-    }
-    snoozed_at_[channel] = now;
-  }
-  std::erase_if(snoozed_at_, [&](const auto& entry) { return now >= entry.second + kSnoozeEvery; });
-  {
-    std::lock_guard lock(mu_);
-    for (auto& g : retry) gone_.push_back(std::move(g));
-    // Failed disables are tried again after a pause (the claim's own backoff runs meanwhile).
-    if (!retry.empty()) next = std::min(next, now + std::chrono::milliseconds(500));
-    if (answers_queued_) next = now;  // more arrived while the statements ran
-    answers_due_ = next;
-  }
+  answers_.Close(std::chrono::steady_clock::now());
 }
 
 bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
@@ -597,30 +505,16 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
   result.error = verdict.error;
   result.duration_ms = verdict.duration_ms;
   result.retry_delay_ms = verdict.retry_delay_ms;
-  bool gone = verdict.gone;
-  {
+  if (verdict.snoozed) answers_.CountSnoozed();
+  if (verdict.snooze_channel.count() > 0) {
+    answers_.Snooze(job.channel, std::chrono::steady_clock::now() + verdict.snooze_channel);
+  }
+  bool gone = false;
+  if (verdict.gone) {
     std::lock_guard lock(mu_);
-    if (verdict.snoozed) {
-      ++snoozed_;
-      snoozed_log_.Add();
-      if (metrics_) metrics_->snoozed->Increment();
-    }
-    if (verdict.snooze_channel.count() > 0) {
-      auto until = std::chrono::steady_clock::now() + verdict.snooze_channel;
-      auto [it, added] = snoozes_.emplace(job.channel, until);
-      if (!added) it->second = std::max(it->second, until);
-      answers_queued_ = true;
-      answers_due_ = std::min(answers_due_, std::chrono::steady_clock::now());
-    }
-    if (gone && !stop_) {
-      // The runner applies it; after a stop, the runner is gone: written as a failure.
-      gone_.push_back(
-          {{job.channel, job_id, attempt, verdict.error, result.duration_ms}, result, 0});
-      answers_queued_ = true;
-      answers_due_ = std::chrono::steady_clock::now();
-    } else {
-      gone = false;
-    }
+    // The runner applies it; after a stop, the runner is gone: written as a failure.
+    gone = !stop_ &&
+           answers_.Gone({job.channel, job_id, attempt, verdict.error, result.duration_ms}, result);
   }
   // Before the slot frees: the result is in the writer's hands (or the runner's) before a
   // new claim can follow, so the writer's backlog stays bounded by the slots.

@@ -39,19 +39,17 @@
 // asks for all free slots at once, so at high throughput one round trip refills many.
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
-// attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)), and the runner
-// pushes the channel's waiting jobs to no earlier than the same time, in one statement, at
-// most once a second per channel (a later, longer ask within the second waits for the next).
-// A 410 Gone disables the channel: the runner runs JobStore::DisableGone (channel disabled and
-// paused, its backlog and the answering job parked) instead of handing the result to the
-// writer. Both run on the runner thread, between claims, from what the I/O thread queued.
+// attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
+// its channel's waiting jobs are pushed to no earlier than the same time, at most once a
+// second per channel. A 410 Gone disables the channel instead of handing the result to the
+// writer. Both side effects are EndpointAnswers': queued from the I/O thread, run on the
+// runner thread between claims, on the runner's connection.
 //
 // Metrics and logs. The runner records its tier's metrics (Metrics::Tier) where the events
 // happen: the claim's duration and the queue wait on the runner thread, each attempt's outcome
 // and duration on the I/O thread — atomics and prometheus-cpp's own histogram lock only. Events
 // that repeat with traffic (retries, discards, SSRF refusals, jobs parked at claim, probes) are
-// counted into
-// RepeatedEvents and logged as one summary a minute each, never a line per job.
+// counted into RepeatedEvents and logged as one summary a minute each, never a line per job.
 //
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
@@ -59,10 +57,9 @@
 // Threads. The runner thread owns the database connection (JobStore) and claims. Result
 // callbacks run on the sender's I/O thread: they take the answer's Verdict (verdict.h: decided
 // once per answer), hand its parts to the writer, the breaker's board or keeper, the metrics
-// and the caps, and free the slot. Wake(),
-// Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
-// outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
-// the sender first.
+// and the caps, and free the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may
+// be called from any thread. The runner must outlive the HttpSender's callbacks, and the keeper
+// and writer must outlive the runner: destroy the sender first.
 #pragma once
 
 #include <atomic>
@@ -79,6 +76,7 @@
 #include "cap_ledger.h"
 #include "completion_writer.h"
 #include "config.h"
+#include "endpoint_answers.h"
 #include "http_sender.h"
 #include "job_store.h"
 #include "logger.h"
@@ -145,8 +143,8 @@ class QueueRunner {
   uint64_t tenant_caps_hit() const { return tenant_caps_hit_.load(); }
   uint64_t demoted() const { return demoted_.load(); }
   // Jobs a Retry-After pushed later, and channels a 410 disabled (by this node), since start.
-  uint64_t snoozed() const { return snoozed_.load(); }
-  uint64_t channels_gone() const { return channels_gone_.load(); }
+  uint64_t snoozed() const { return answers_.snoozed(); }
+  uint64_t channels_gone() const { return answers_.channels_gone(); }
 
  private:
   void Run();
@@ -161,10 +159,6 @@ class QueueRunner {
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
-  // Runner thread: runs the queued 410 disables and the snoozes that are due; sets
-  // answers_due_ to when the next held-back snooze is due. `last` (the runner is ending): a
-  // disable that fails is not kept for later but written as an ordinary failure at once.
-  void ApplyAnswers(std::chrono::steady_clock::time_point now, bool last = false);
   std::chrono::steady_clock::time_point NextPoll();
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
@@ -189,6 +183,7 @@ class QueueRunner {
   // returns when the next one will be, or time_point::max() when none will. Under mu_.
   std::chrono::steady_clock::time_point ReleaseStalled(std::chrono::steady_clock::time_point now);
 
+  // Taken before answers_' own mutex, never after: the waits read answers_.due() under mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
@@ -197,25 +192,11 @@ class QueueRunner {
   CapLedger caps_;
   std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
-  // 410 answers for the runner thread to apply; `fallback` is written instead if it cannot.
-  struct GoneAnswer {
-    JobStore::GoneAnswer answer;
-    AttemptResult fallback;
-    int tries = 0;
-  };
-  std::vector<GoneAnswer> gone_;
-  // Channels a Retry-After asked to wait, until when (the latest ask wins).
-  std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozes_;
-  bool answers_queued_ = false;  // OnOutcome queued something since ApplyAnswers took it
-  // When ApplyAnswers should run next (max: nothing queued).
-  std::chrono::steady_clock::time_point answers_due_ = std::chrono::steady_clock::time_point::max();
   bool wake_ = false;
   bool stop_ = false;
 
   // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
   StoreConnection store_;
-  // When each channel's waiting jobs were last snoozed: at most once a second each.
-  std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozed_at_;
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
@@ -224,8 +205,6 @@ class QueueRunner {
   std::atomic<uint64_t> channel_caps_hit_{0};
   std::atomic<uint64_t> tenant_caps_hit_{0};
   std::atomic<uint64_t> demoted_{0};
-  std::atomic<uint64_t> snoozed_{0};
-  std::atomic<uint64_t> channels_gone_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> claim_ok_{true};
 
@@ -236,13 +215,16 @@ class QueueRunner {
   RepeatedEvent probes_log_;
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
-  RepeatedEvent snoozed_log_;
   RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
   // The caps summary log: counts at the last summary, and when it is due (runner thread).
   uint64_t logged_channel_caps_ = 0;
   uint64_t logged_tenant_caps_ = 0;
   uint64_t logged_demoted_ = 0;
   std::chrono::steady_clock::time_point next_caps_summary_{};
+
+  // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
+  // thread with store_ (safe for concurrent use; see endpoint_answers.h).
+  EndpointAnswers answers_;
 
   std::thread thread_;  // started last
 };
