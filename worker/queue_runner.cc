@@ -41,9 +41,10 @@ CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
 }
 
-QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer,
-                         BreakerKeeper& keeper)
+QueueRunner::QueueRunner(Options options, StoreConnection& store, HttpSender& sender,
+                         CompletionWriter& writer, BreakerKeeper& keeper)
     : options_(std::move(options)),
+      store_(store),
       sender_(sender),
       writer_(writer),
       keeper_(keeper),
@@ -51,7 +52,6 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       tier_(options_.tier),
       retry_(std::in_place, Delays(tier_.retry_delays_ms), tier_.retry_jitter),
       caps_(CapsOf(tier_)),
-      store_(options_.database),
       metrics_(options_.metrics ? &options_.metrics->ForTier(options_.tier.name) : nullptr),
       parked_log_(LogLevel::kInfo, "jobs_parked_at_claim",
                   {{"tier", options_.tier.name},

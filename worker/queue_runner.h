@@ -54,7 +54,8 @@
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
-// Threads. The runner thread owns the database connection (JobStore) and claims. Result
+// Threads. The runner thread uses the database connection it is given (StoreConnection) and
+// claims. Result
 // callbacks run on the sender's I/O thread: they take the answer's Verdict (verdict.h: decided
 // once per answer), hand its parts to the writer, the breaker's board or keeper, the metrics
 // and the caps, and free the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may
@@ -91,14 +92,16 @@ class QueueRunner {
   struct Options {
     TierOptions tier;
     std::string node;
-    std::string database;  // libpq connection string
     std::chrono::milliseconds poll_interval{1000};
     Metrics* metrics = nullptr;  // nullptr: record nothing (tests, the benchmark's off runs)
   };
 
   // Starts the runner thread, which connects and claims at once (catching up on what was
-  // enqueued while no node ran).
-  QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer, BreakerKeeper& keeper);
+  // enqueued while no node ran). `store` is the runner's own connection: from here on only the
+  // runner thread uses it (and HandBackInFlight() after the thread has ended). `store`,
+  // `writer` and `keeper` must outlive the runner; `sender` must be destroyed before it.
+  QueueRunner(Options options, StoreConnection& store, HttpSender& sender, CompletionWriter& writer,
+              BreakerKeeper& keeper);
   // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
   ~QueueRunner();
   QueueRunner(const QueueRunner&) = delete;
@@ -163,6 +166,7 @@ class QueueRunner {
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
   const Options options_;
+  StoreConnection& store_;  // used only by the runner thread (and HandBackInFlight() after it)
   HttpSender& sender_;
   CompletionWriter& writer_;
   BreakerKeeper& keeper_;
@@ -194,9 +198,6 @@ class QueueRunner {
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
   bool wake_ = false;
   bool stop_ = false;
-
-  // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
-  StoreConnection store_;
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
