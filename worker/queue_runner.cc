@@ -34,8 +34,6 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
-// Repeated events (caps reached, demotions) are logged as one summary at most kSummaryEvery
-// (logger.h) apart.
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
@@ -71,6 +69,7 @@ QueueRunner::QueueRunner(Options options, StoreConnection& store, HttpSender& se
                      "jobs discarded at once: the SSRF guard refused their endpoint's address "
                      "(each job's last_error says which and why; allowed_networks lets a "
                      "network through)"}}),
+      demotion_(options_.tier.name, metrics_, store_),
       answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
       thread_([this] { Run(); }) {}
 
@@ -165,15 +164,15 @@ void QueueRunner::Run() {
   bool more = true;  // claim at once: work may have queued up while no node ran
   auto next_poll = NextPoll();
   auto next_probe = std::chrono::steady_clock::now();
-  next_caps_summary_ = std::chrono::steady_clock::now() + kSummaryEvery;
   std::unique_lock lock(mu_);
   while (!stop_) {
     const auto now = std::chrono::steady_clock::now();
     const auto next_stall = ReleaseStalled(now);
     int free = tier_.workers - Occupied();
-    if (now >= next_caps_summary_) {
+    if (now >= demotion_.next_summary()) {
+      const CapLedger::Caps caps = caps_.caps();
       lock.unlock();
-      LogCapsSummary(now);
+      demotion_.Summarize(now, caps);
       lock.lock();
       continue;
     }
@@ -223,12 +222,12 @@ void QueueRunner::Run() {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
       // channel's slot, the poll, or stop.
       cv_.wait_until(
-          lock, std::min({next_poll, next_probe, next_caps_summary_, answers_.due()}),
+          lock, std::min({next_poll, next_probe, demotion_.next_summary(), answers_.due()}),
           [&] { return stop_ || wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
       // back, for answers to apply (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, std::min({next_caps_summary_, next_stall, answers_.due()}), [&] {
+      cv_.wait_until(lock, std::min({demotion_.next_summary(), next_stall, answers_.due()}), [&] {
         return stop_ || Occupied() < tier_.workers ||
                answers_.due() <= std::chrono::steady_clock::now();
       });
@@ -240,83 +239,13 @@ void QueueRunner::Run() {
 }
 
 bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
-  bool any = false;
-  const std::string& tier = options_.tier.name;
-  const auto now = std::chrono::steady_clock::now();
-  // Tenants first: a tenant's demotion covers its channels, so a channel that reached its cap
-  // together with its tenant (a tenant with one channel, at the default shares) costs one
-  // statement, not two.
-  std::vector<int64_t> covered;
-  for (int64_t tenant : at_cap.tenants) {
-    if (reached) {
-      ++tenant_caps_hit_;
-      if (metrics_) metrics_->capped_tenant->Increment();
-    }
-    covered.push_back(tenant);
-    {
-      std::lock_guard lock(mu_);
-      if (!caps_.DemoteTenantDue(tenant, now)) continue;
-    }
-    any = true;
-    try {
-      demoted_ += store_.Get().DemoteTenant(tenant);
-    } catch (const std::exception& e) {
-      // Not demoting only costs the order; the cap itself holds in the claim.
-      Log(LogLevel::kWarn, "demote_failed",
-          {{"tier", tier}, {"tenant", tenant}, {"error", FirstLine(e.what())}});
-      store_.Reset();
-    }
-  }
-  for (const auto& [channel, tenant] : at_cap.channels) {
-    if (reached) {
-      ++channel_caps_hit_;
-      if (metrics_) metrics_->capped_channel->Increment();
-    }
-    if (std::find(covered.begin(), covered.end(), tenant) != covered.end()) {
-      std::lock_guard lock(mu_);
-      caps_.DemoteChannelDue(channel, now);  // counts as demoted (refill), no statement
-      continue;
-    }
-    {
-      std::lock_guard lock(mu_);
-      if (!caps_.DemoteChannelDue(channel, now)) continue;
-    }
-    any = true;
-    try {
-      demoted_ += store_.Get().DemoteChannel(channel);
-    } catch (const std::exception& e) {
-      Log(LogLevel::kWarn, "demote_failed",
-          {{"tier", tier}, {"channel", channel}, {"error", FirstLine(e.what())}});
-      store_.Reset();
-    }
-  }
-  return any;
-}
-
-void QueueRunner::LogCapsSummary(std::chrono::steady_clock::time_point now) {
-  next_caps_summary_ = now + kSummaryEvery;
-  uint64_t channels = channel_caps_hit_.load(), tenants = tenant_caps_hit_.load(),
-           demoted = demoted_.load();
-  if (channels == logged_channel_caps_ && tenants == logged_tenant_caps_ &&
-      demoted == logged_demoted_) {
-    return;
-  }
-  CapLedger::Caps caps;
+  if (reached) demotion_.CountReached(at_cap);
+  CapDemotion::Due due;
   {
     std::lock_guard lock(mu_);
-    caps = caps_.caps();
+    due = CapDemotion::Plan(caps_, at_cap, std::chrono::steady_clock::now());
   }
-  Log(LogLevel::kInfo, "caps_summary",
-      {{"tier", options_.tier.name},
-       {"channel_cap", caps.channel},
-       {"tenant_cap", caps.tenant},
-       {"channel_caps_hit", channels - logged_channel_caps_},
-       {"tenant_caps_hit", tenants - logged_tenant_caps_},
-       {"jobs_demoted", demoted - logged_demoted_},
-       {"detail", "in the last minute (or since the last summary)"}});
-  logged_channel_caps_ = channels;
-  logged_tenant_caps_ = tenants;
-  logged_demoted_ = demoted;
+  return demotion_.Run(due);
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {

@@ -20,8 +20,8 @@
 // Caps. A CapLedger counts the jobs in flight per channel and per tenant; every claim passes
 // the counts, and the claim statement leaves out channels and tenants at their cap and never
 // takes one past it. When a claim makes a channel (tenant) reach its cap, the runner demotes
-// its waiting jobs to priority 2 in one statement (at most once a second each), so every
-// other channel's fresh jobs come first.
+// its waiting jobs to priority 2 in one statement (at most once a second each; CapDemotion),
+// so every other channel's fresh jobs come first.
 //
 // Stalled requests. An attempt still in flight `stalled_after_ms` after it was sent gives its
 // worker slot back (at most kStalledPerWorker × workers of the tier's requests at once): a
@@ -74,6 +74,7 @@
 #include <unordered_map>
 
 #include "breaker_keeper.h"
+#include "cap_demotion.h"
 #include "cap_ledger.h"
 #include "completion_writer.h"
 #include "config.h"
@@ -142,9 +143,9 @@ class QueueRunner {
   uint64_t probes() const { return probes_.load(); }
   uint64_t parked_at_claim() const { return parked_at_claim_.load(); }
   // Times a channel (tenant) reached its cap here, and jobs demoted for it, since start.
-  uint64_t channel_caps_hit() const { return channel_caps_hit_.load(); }
-  uint64_t tenant_caps_hit() const { return tenant_caps_hit_.load(); }
-  uint64_t demoted() const { return demoted_.load(); }
+  uint64_t channel_caps_hit() const { return demotion_.channel_caps_hit(); }
+  uint64_t tenant_caps_hit() const { return demotion_.tenant_caps_hit(); }
+  uint64_t demoted() const { return demotion_.demoted(); }
   // Jobs a Retry-After pushed later, and channels a 410 disabled (by this node), since start.
   uint64_t snoozed() const { return answers_.snoozed(); }
   uint64_t channels_gone() const { return answers_.channels_gone(); }
@@ -158,7 +159,6 @@ class QueueRunner {
   // Demotes the backlogs of channels and tenants at their cap, each at most once a second
   // (runner thread); `reached` counts them as caps hit. Returns whether a statement ran.
   bool Demote(const CapsReached& at_cap, bool reached);
-  void LogCapsSummary(std::chrono::steady_clock::time_point now);
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
@@ -203,9 +203,6 @@ class QueueRunner {
   std::atomic<uint64_t> claimed_{0};
   std::atomic<uint64_t> probes_{0};
   std::atomic<uint64_t> parked_at_claim_{0};
-  std::atomic<uint64_t> channel_caps_hit_{0};
-  std::atomic<uint64_t> tenant_caps_hit_{0};
-  std::atomic<uint64_t> demoted_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> claim_ok_{true};
 
@@ -217,12 +214,9 @@ class QueueRunner {
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
   RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
-  // The caps summary log: counts at the last summary, and when it is due (runner thread).
-  uint64_t logged_channel_caps_ = 0;
-  uint64_t logged_tenant_caps_ = 0;
-  uint64_t logged_demoted_ = 0;
-  std::chrono::steady_clock::time_point next_caps_summary_{};
 
+  // The demotion of capped backlogs and its caps_summary (runner thread; see cap_demotion.h).
+  CapDemotion demotion_;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;
