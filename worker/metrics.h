@@ -7,8 +7,11 @@
 // the node's config), a fixed outcome, reason or state word, and nothing else.
 //
 // Who records what (each from the thread that already owns the event):
-//   QueueRunner (runner thread)  queue wait, claim duration, caps hit, parked at claim
-//   QueueRunner (sender I/O)     deliveries by outcome, delivery duration, SSRF refusals
+//   QueueRunner (runner thread)  queue wait, claim duration, parked at claim, probes (half_open)
+//   CapDemotion (runner thread)  caps hit
+//   EndpointAnswers (runner)     channels disabled by a 410, waiting jobs snoozed
+//   QueueRunner (sender I/O)     deliveries by outcome (the Verdict's), delivery duration, SSRF
+//                                refusals; answering jobs snoozed (EndpointAnswers)
 //   CompletionWriter (writer)    completion batch size
 //   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening
 //   Maintenance (its thread)     rescued jobs; as the leader, the fleet-wide samples below
