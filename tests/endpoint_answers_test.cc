@@ -1,16 +1,21 @@
 // Endpoint answers end to end: a real `bulkhead run` node sending to the real mock provider
 // (load/mock, in this process, on loopback) against the throwaway PostgreSQL. What an
 // endpoint says — 429/503 with Retry-After, 410 Gone, a 3xx, a hostile body — and what the
-// queue does about it (QueueRunner, JobStore::SnoozeChannel, JobStore::DisableGone).
+// queue does about it (QueueRunner, JobStore::SnoozeChannel, JobStore::DisableGone); and
+// EndpointAnswers on its own, with time passed in (its once-a-second throttle, its close).
+#include "endpoint_answers.h"
+
 #include <gtest/gtest.h>
 
 #include <ctime>
 #include <thread>
 
 #include "cli.h"
+#include "completion_writer.h"
 #include "job_store.h"
 #include "mock_provider.h"
 #include "node_process.h"
+#include "store_connection.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -148,6 +153,70 @@ TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
   EXPECT_EQ(
       Count("id = " + std::to_string(claimed[0].id) + " AND attempts->0->>'duration_ms' = '12.5'"),
       1);
+}
+
+// ---- EndpointAnswers on its own (the runner's side effects, time passed in) ----------------
+
+TEST_F(EndpointAnswersTest, SnoozesAChannelAtMostOnceASecondAndALaterLongerAskWaitsForTheNext) {
+  int64_t ch = Channel("/hook/a");
+  Enqueue(ch, 2);
+  StoreConnection store(conninfo());
+  CompletionWriter writer({conninfo(), "node-x"});
+  EndpointAnswers answers({"default", "node-x", nullptr}, store, writer);
+  const auto never = EndpointAnswers::Clock::time_point::max();
+  const auto t0 = EndpointAnswers::Clock::now();
+  EXPECT_EQ(answers.due(), never);
+
+  answers.Snooze(ch, t0 + seconds(60));
+  EXPECT_LE(answers.due(), EndpointAnswers::Clock::now());
+  answers.Apply(t0);
+  EXPECT_EQ(answers.snoozed(), 2u);
+  EXPECT_EQ(answers.due(), never);
+  const std::string waiting = "channel_id = " + std::to_string(ch) + " AND state = 'available'";
+  EXPECT_EQ(Count(waiting + " AND scheduled_at BETWEEN now() + interval '55 s' AND now() + "
+                            "interval '61 s'"),
+            2);
+
+  // Within the channel's second: held back until it is over.
+  answers.Snooze(ch, t0 + seconds(120));
+  answers.Apply(t0 + milliseconds(500));
+  EXPECT_EQ(answers.due(), t0 + seconds(1));
+  EXPECT_EQ(answers.snoozed(), 2u);
+  EXPECT_EQ(Count(waiting + " AND scheduled_at < now() + interval '61 s'"), 2);
+
+  answers.Apply(t0 + seconds(1));
+  EXPECT_EQ(answers.snoozed(), 4u);
+  EXPECT_EQ(answers.due(), never);
+  EXPECT_EQ(Count(waiting + " AND scheduled_at > now() + interval '110 s'"), 2);
+}
+
+TEST_F(EndpointAnswersTest, AGoneQueuedBeforeCloseDisablesTheChannelAndOneAfterIsRefused) {
+  int64_t ch = Channel("/hook/a");
+  Enqueue(ch, 2);
+  JobStore claimer(db());
+  std::vector<ClaimedJob> claimed = claimer.Claim("default", 1, "node-x");
+  ASSERT_EQ(claimed.size(), 1u);
+  StoreConnection store(conninfo());
+  CompletionWriter writer({conninfo(), "node-x"});
+  EndpointAnswers answers({"default", "node-x", nullptr}, store, writer);
+  AttemptResult fallback;
+  fallback.id = claimed[0].id;
+  fallback.attempt = 1;
+  fallback.status = 410;
+  fallback.error = "HTTP 410";
+  fallback.retry_delay_ms = 5000;
+
+  EXPECT_TRUE(answers.Gone({ch, claimed[0].id, 1, "HTTP 410", 3.0}, fallback));
+  EXPECT_LE(answers.due(), EndpointAnswers::Clock::now());
+  answers.Close(EndpointAnswers::Clock::now());
+  EXPECT_EQ(answers.channels_gone(), 1u);
+  EXPECT_EQ(QueryValue<bool>(
+                db(), "SELECT NOT enabled FROM bulkhead.channels WHERE id = " + std::to_string(ch)),
+            true);
+  EXPECT_EQ(Count("channel_id = " + std::to_string(ch) + " AND state = 'parked' AND attempt = 0"),
+            2);
+  // Closed: the caller writes the result itself.
+  EXPECT_FALSE(answers.Gone({ch, claimed[0].id, 1, "HTTP 410", 3.0}, fallback));
 }
 
 TEST_F(EndpointAnswersTest, A429WithRetryAfterSnoozesTheJobAndItsChannelsWaitingJobs) {

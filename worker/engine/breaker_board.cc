@@ -4,28 +4,6 @@
 
 namespace bulkhead {
 
-BreakerSignal ClassifyForBreaker(const HttpOutcome& outcome) {
-  switch (outcome.error) {
-    case HttpError::kNone:
-      if (outcome.delivered()) return BreakerSignal::kSuccess;
-      if (outcome.status == 429 || outcome.status >= 500) return BreakerSignal::kFailure;
-      return BreakerSignal::kNeither;
-    case HttpError::kTimeout:
-    case HttpError::kConnect:
-    case HttpError::kDns:
-    case HttpError::kTls:
-    case HttpError::kProtocol:
-    // A channel whose URL points inside fails every time: it must park, and be probed once a
-    // cooldown, rather than have each of its jobs dialled and refused.
-    case HttpError::kBlocked:
-      return BreakerSignal::kFailure;
-    case HttpError::kCancelled:
-    case HttpError::kOther:  // our side (out of memory, a bad option), not the endpoint's
-      return BreakerSignal::kNeither;
-  }
-  return BreakerSignal::kNeither;
-}
-
 BreakerBoard::BreakerBoard(Settings settings) : settings_(settings) {}
 
 void BreakerBoard::SetSettings(Settings settings) {

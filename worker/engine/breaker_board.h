@@ -1,16 +1,11 @@
 // BreakerBoard: one tier's in-memory view, on this node, of its channels' breakers — the
 // counting that decides when this node asks Postgres to open a channel's breaker.
 //
-// What counts (design §1 invariant 4), per channel, in the order attempts finish:
-// - A failure: no answer in time (timeout), no connection (refused, unreachable, DNS, TLS),
-//   a broken exchange (reset, garbled or cut-off response), an HTTP 5xx or 429, an address
-//   the SSRF guard refused (kBlocked). Each says the endpoint is down, asks us to back off, or
-//   (blocked) can never be reached: sending it more is what the breaker prevents.
-// - A success (2xx) resets the count: the endpoint works, and earlier failures were a blip.
-// - Neither: 3xx and 4xx other than 429. The endpoint is up and answering; it refuses this
-//   payload, which the job's own retries and discard handle. Counting them would let one bad
-//   payload close a healthy endpoint; resetting on them would let a flapping endpoint that
-//   mixes 404s with timeouts keep its breaker closed.
+// What counts (design §1 invariant 4), per channel, in the order attempts finish: each
+// attempt's BreakerSignal, decided once per answer by the verdict (verdict.h says which answer
+// is which, and why). A failure (timeout, no connection, 5xx, 429, an SSRF refusal) counts; a
+// success (2xx) resets the count — the endpoint works, and earlier failures were a blip;
+// neither (3xx, 4xx other than 429) leaves it as it is. One rule is the board's own:
 // - A slow call: an attempt still in flight after `slow_call` counts as a failure for as long
 //   as it stays in flight. This is what opens the breaker of an endpoint that hangs before its
 //   requests time out: with the defaults (5, 2 s) a channel with five requests hanging trips
@@ -41,14 +36,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "http_sender.h"
+#include "verdict.h"  // BreakerSignal, ClassifyForBreaker
 
 namespace bulkhead {
-
-enum class BreakerSignal { kSuccess, kFailure, kNeither };
-
-// How an attempt's outcome counts for the breaker (see above). kCancelled is kNeither.
-BreakerSignal ClassifyForBreaker(const HttpOutcome& outcome);
 
 class BreakerBoard {
  public:

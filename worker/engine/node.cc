@@ -166,6 +166,8 @@ int Node::Run() {
                                            std::chrono::milliseconds(options.retention_ms)};
   maintenance_options.metrics = record;
   Maintenance maintenance(maintenance_options);
+  // Each runner's own connection, used only by its thread: declared first, so it outlives it.
+  std::map<std::string, std::unique_ptr<StoreConnection>> runner_stores;
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
   HttpSender::Options sender_options;
   std::vector<Network> allowed;
@@ -186,11 +188,14 @@ int Node::Run() {
   }
   auto sender = std::make_unique<HttpSender>(std::move(sender_options));
   for (const auto& tier : config_.tiers) {
+    StoreConnection& store =
+        *runner_stores.emplace(tier.name, std::make_unique<StoreConnection>(database_))
+             .first->second;
     runners.emplace(tier.name, std::make_unique<QueueRunner>(
                                    QueueRunner::Options{
-                                       tier, options.node, database_,
+                                       tier, options.node,
                                        std::chrono::milliseconds(options.poll_interval_ms), record},
-                                   *sender, writer, keeper));
+                                   store, *sender, writer, keeper));
   }
   auto listener = std::make_unique<WakeupListener>(
       database_,

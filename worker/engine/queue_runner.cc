@@ -5,9 +5,8 @@
 
 #include "logger.h"
 #include "reconnect_backoff.h"
-#include "retry_after.h"
-#include "version.h"
-#include "webhook_signature.h"
+#include "verdict.h"
+#include "webhook_request.h"
 
 namespace bulkhead {
 namespace {
@@ -24,15 +23,6 @@ double UnitRandom() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(generator);
 }
 
-// The reason recorded in jobs.last_error and the attempt log.
-std::string FailureReason(const HttpOutcome& outcome) {
-  if (outcome.error == HttpError::kNone) return "HTTP " + std::to_string(outcome.status);
-  if (outcome.error == HttpError::kBlocked) return outcome.error_text;  // "blocked: …" already
-  return std::string(HttpErrorName(outcome.error)) + ": " + outcome.error_text;
-}
-
-const std::string kUserAgent = std::string("Bulkhead/") + kVersion;
-
 RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
   return RepeatedEvent(LogLevel::kInfo, "delivery_retries",
                        {{"tier", tier},
@@ -44,22 +34,15 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
-// A channel's waiting jobs are snoozed (Retry-After) at most this often: a throttled channel
-// answering 429 to every request in flight costs one statement a second, not one per answer.
-constexpr auto kSnoozeEvery = std::chrono::seconds(1);
-// A 410's disable that fails this many times (the database is down) is given up: the
-// attempt is written as an ordinary failure instead, so the job is not left executing.
-constexpr int kGoneTries = 5;
-// Repeated events (caps reached, demotions) are logged as one summary at most kSummaryEvery
-// (logger.h) apart.
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
 }
 
-QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer,
-                         BreakerKeeper& keeper)
+QueueRunner::QueueRunner(Options options, StoreConnection& store, HttpSender& sender,
+                         CompletionWriter& writer, BreakerKeeper& keeper)
     : options_(std::move(options)),
+      store_(store),
       sender_(sender),
       writer_(writer),
       keeper_(keeper),
@@ -67,7 +50,6 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       tier_(options_.tier),
       retry_(std::in_place, Delays(tier_.retry_delays_ms), tier_.retry_jitter),
       caps_(CapsOf(tier_)),
-      store_(options_.database),
       metrics_(options_.metrics ? &options_.metrics->ForTier(options_.tier.name) : nullptr),
       parked_log_(LogLevel::kInfo, "jobs_parked_at_claim",
                   {{"tier", options_.tier.name},
@@ -81,17 +63,14 @@ QueueRunner::QueueRunner(Options options, HttpSender& sender, CompletionWriter& 
       discarded_log_(LogLevel::kWarn, "deliveries_discarded",
                      {{"tier", options_.tier.name},
                       {"detail", "jobs whose last attempt failed: discarded, not retried"}}),
-      snoozed_log_(LogLevel::kInfo, "deliveries_snoozed",
-                   {{"tier", options_.tier.name},
-                    {"detail",
-                     "jobs pushed later by a 429 or 503 Retry-After: answering jobs and their "
-                     "channels' waiting jobs"}}),
       blocked_log_(LogLevel::kWarn, "deliveries_blocked",
                    {{"tier", options_.tier.name},
                     {"detail",
                      "jobs discarded at once: the SSRF guard refused their endpoint's address "
                      "(each job's last_error says which and why; allowed_networks lets a "
                      "network through)"}}),
+      demotion_(options_.tier.name, metrics_, store_),
+      answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
       thread_([this] { Run(); }) {}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
@@ -185,21 +164,21 @@ void QueueRunner::Run() {
   bool more = true;  // claim at once: work may have queued up while no node ran
   auto next_poll = NextPoll();
   auto next_probe = std::chrono::steady_clock::now();
-  next_caps_summary_ = std::chrono::steady_clock::now() + kSummaryEvery;
   std::unique_lock lock(mu_);
   while (!stop_) {
     const auto now = std::chrono::steady_clock::now();
     const auto next_stall = ReleaseStalled(now);
     int free = tier_.workers - Occupied();
-    if (now >= next_caps_summary_) {
+    if (now >= demotion_.next_summary()) {
+      const CapLedger::Caps caps = caps_.caps();
       lock.unlock();
-      LogCapsSummary(now);
+      demotion_.Summarize(now, caps);
       lock.lock();
       continue;
     }
-    if (now >= answers_due_) {
+    if (now >= answers_.due()) {
       lock.unlock();
-      ApplyAnswers(now);
+      answers_.Apply(now);
       lock.lock();
       continue;
     }
@@ -243,182 +222,30 @@ void QueueRunner::Run() {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
       // channel's slot, the poll, or stop.
       cv_.wait_until(
-          lock, std::min({next_poll, next_probe, next_caps_summary_, answers_due_}),
-          [&] { return stop_ || wake_ || answers_due_ <= std::chrono::steady_clock::now(); });
+          lock, std::min({next_poll, next_probe, demotion_.next_summary(), answers_.due()}),
+          [&] { return stop_ || wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
       // back, for answers to apply (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, std::min({next_caps_summary_, next_stall, answers_due_}), [&] {
+      cv_.wait_until(lock, std::min({demotion_.next_summary(), next_stall, answers_.due()}), [&] {
         return stop_ || Occupied() < tier_.workers ||
-               answers_due_ <= std::chrono::steady_clock::now();
+               answers_.due() <= std::chrono::steady_clock::now();
       });
     }
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
   lock.unlock();
-  ApplyAnswers(std::chrono::steady_clock::now(), /*last=*/true);
-}
-
-void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now, bool last) {
-  std::vector<GoneAnswer> gone;
-  std::vector<std::pair<int64_t, int64_t>> snoozes;  // channel, ms from now
-  auto next = std::chrono::steady_clock::time_point::max();
-  {
-    std::lock_guard lock(mu_);
-    gone.swap(gone_);
-    answers_queued_ = false;
-    for (auto it = snoozes_.begin(); it != snoozes_.end();) {
-      auto last = snoozed_at_.find(it->first);
-      if (last != snoozed_at_.end() && now < last->second + kSnoozeEvery) {
-        next = std::min(next, last->second + kSnoozeEvery);
-        ++it;
-        continue;
-      }
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(it->second - now).count();
-      if (left > 0) snoozes.emplace_back(it->first, left);
-      it = snoozes_.erase(it);
-    }
-  }
-  const std::string& tier = options_.tier.name;
-  std::vector<GoneAnswer> retry;
-  for (auto& g : gone) {
-    try {
-      JobStore::Gone done = store_.Get().DisableGone(g.answer, options_.node);
-      if (done.disabled) {
-        ++channels_gone_;
-        if (metrics_) metrics_->channels_gone->Increment();
-        // One line per channel disabled: rare, and each one needs an operator.
-        Log(LogLevel::kWarn, "channel_disabled_gone",
-            {{"tier", tier},
-             {"channel", g.answer.channel},
-             {"job", g.answer.job},
-             {"jobs_parked", done.jobs},
-             {"detail",
-              "the endpoint answered 410 Gone: enqueue refuses the channel and its backlog "
-              "waits parked; bulkhead channel enable + resume sends it, bulkhead cancel ends "
-              "it"}});
-      }
-    } catch (const std::exception& e) {
-      store_.Reset();
-      if (++g.tries < kGoneTries && !last) {
-        retry.push_back(std::move(g));
-        continue;
-      }
-      Log(LogLevel::kError, "channel_disable_failed",
-          {{"tier", tier},
-           {"channel", g.answer.channel},
-           {"job", g.answer.job},
-           {"error", FirstLine(e.what())},
-           {"detail", "the 410 is recorded as an ordinary failed attempt instead"}});
-      writer_.Add(std::move(g.fallback));
-    }
-  }
-  for (const auto& [channel, delay_ms] : snoozes) {
-    try {
-      int n = store_.Get().SnoozeChannel(channel, delay_ms);
-      snoozed_ += n;
-      if (n > 0) {
-        snoozed_log_.Add(n);
-        if (metrics_) metrics_->snoozed->Increment(n);
-      }
-    } catch (const std::exception& e) {
-      // Not snoozing costs the channel's other jobs an early attempt each, no more: each
-      // answer snoozes its own job, and the next Retry-After asks again.
-      Log(LogLevel::kWarn, "snooze_failed",
-          {{"tier", tier}, {"channel", channel}, {"error", FirstLine(e.what())}});
-      store_.Reset();
-    }
-    snoozed_at_[channel] = now;
-  }
-  std::erase_if(snoozed_at_, [&](const auto& entry) { return now >= entry.second + kSnoozeEvery; });
-  {
-    std::lock_guard lock(mu_);
-    for (auto& g : retry) gone_.push_back(std::move(g));
-    // Failed disables are tried again after a pause (the claim's own backoff runs meanwhile).
-    if (!retry.empty()) next = std::min(next, now + std::chrono::milliseconds(500));
-    if (answers_queued_) next = now;  // more arrived while the statements ran
-    answers_due_ = next;
-  }
+  answers_.Close(std::chrono::steady_clock::now());
 }
 
 bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
-  bool any = false;
-  const std::string& tier = options_.tier.name;
-  const auto now = std::chrono::steady_clock::now();
-  // Tenants first: a tenant's demotion covers its channels, so a channel that reached its cap
-  // together with its tenant (a tenant with one channel, at the default shares) costs one
-  // statement, not two.
-  std::vector<int64_t> covered;
-  for (int64_t tenant : at_cap.tenants) {
-    if (reached) {
-      ++tenant_caps_hit_;
-      if (metrics_) metrics_->capped_tenant->Increment();
-    }
-    covered.push_back(tenant);
-    {
-      std::lock_guard lock(mu_);
-      if (!caps_.DemoteTenantDue(tenant, now)) continue;
-    }
-    any = true;
-    try {
-      demoted_ += store_.Get().DemoteTenant(tenant);
-    } catch (const std::exception& e) {
-      // Not demoting only costs the order; the cap itself holds in the claim.
-      Log(LogLevel::kWarn, "demote_failed",
-          {{"tier", tier}, {"tenant", tenant}, {"error", FirstLine(e.what())}});
-      store_.Reset();
-    }
-  }
-  for (const auto& [channel, tenant] : at_cap.channels) {
-    if (reached) {
-      ++channel_caps_hit_;
-      if (metrics_) metrics_->capped_channel->Increment();
-    }
-    if (std::find(covered.begin(), covered.end(), tenant) != covered.end()) {
-      std::lock_guard lock(mu_);
-      caps_.DemoteChannelDue(channel, now);  // counts as demoted (refill), no statement
-      continue;
-    }
-    {
-      std::lock_guard lock(mu_);
-      if (!caps_.DemoteChannelDue(channel, now)) continue;
-    }
-    any = true;
-    try {
-      demoted_ += store_.Get().DemoteChannel(channel);
-    } catch (const std::exception& e) {
-      Log(LogLevel::kWarn, "demote_failed",
-          {{"tier", tier}, {"channel", channel}, {"error", FirstLine(e.what())}});
-      store_.Reset();
-    }
-  }
-  return any;
-}
-
-void QueueRunner::LogCapsSummary(std::chrono::steady_clock::time_point now) {
-  next_caps_summary_ = now + kSummaryEvery;
-  uint64_t channels = channel_caps_hit_.load(), tenants = tenant_caps_hit_.load(),
-           demoted = demoted_.load();
-  if (channels == logged_channel_caps_ && tenants == logged_tenant_caps_ &&
-      demoted == logged_demoted_) {
-    return;
-  }
-  CapLedger::Caps caps;
+  if (reached) demotion_.CountReached(at_cap);
+  CapDemotion::Due due;
   {
     std::lock_guard lock(mu_);
-    caps = caps_.caps();
+    due = CapDemotion::Plan(caps_, at_cap, std::chrono::steady_clock::now());
   }
-  Log(LogLevel::kInfo, "caps_summary",
-      {{"tier", options_.tier.name},
-       {"channel_cap", caps.channel},
-       {"tenant_cap", caps.tenant},
-       {"channel_caps_hit", channels - logged_channel_caps_},
-       {"tenant_caps_hit", tenants - logged_tenant_caps_},
-       {"jobs_demoted", demoted - logged_demoted_},
-       {"detail", "in the last minute (or since the last summary)"}});
-  logged_channel_caps_ = channels;
-  logged_tenant_caps_ = tenants;
-  logged_demoted_ = demoted;
+  return demotion_.Run(due);
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
@@ -531,40 +358,26 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   for (const auto& job : jobs) {
     if (!job.probe) board_.Started(job.channel_id, job.id, sent_at);
   }
-  const int64_t timestamp = std::chrono::duration_cast<std::chrono::seconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
+  const auto now = std::chrono::system_clock::now();  // every request of a claim: one timestamp
   for (auto& job : jobs) {
-    std::string webhook_id = std::to_string(job.id);
-    // Current secret first, then the old ones still in their rotation window (ADR 0008).
-    std::optional<std::string> signature =
-        SignWebhookAll(job.secret, job.old_secrets, webhook_id, timestamp, job.payload);
-    if (!signature) {
-      // The schema's secret format makes this unreachable short of a hand-edited secret.
+    const int64_t id = job.id;
+    const int attempt = job.attempt;
+    std::optional<HttpRequest> request =
+        BuildWebhookRequest(job, now, {connect_timeout, request_timeout});
+    if (!request) {
       HttpOutcome unsigned_outcome;
       unsigned_outcome.error = HttpError::kOther;
-      unsigned_outcome.error_text = "the channel's secret is not whsec_ + base64";
-      OnOutcome(job.id, job.attempt, unsigned_outcome);
+      unsigned_outcome.error_text = kUnsignableSecret;
+      OnOutcome(id, attempt, unsigned_outcome);
       continue;
     }
-    HttpRequest request;
-    request.url = std::move(job.url);
-    request.body = std::move(job.payload);
-    request.headers = {{"content-type", "application/json"},
-                       {"user-agent", kUserAgent},
-                       {"webhook-id", webhook_id},
-                       {"webhook-timestamp", std::to_string(timestamp)},
-                       {"webhook-signature", *signature}};
-    request.connect_timeout = connect_timeout;
-    request.request_timeout = request_timeout;
-    int64_t id = job.id;
-    int attempt = job.attempt;
-    sender_.Send(std::move(request), [this, id, attempt](const HttpOutcome& outcome) {
+    sender_.Send(std::move(*request), [this, id, attempt](const HttpOutcome& outcome) {
       OnOutcome(id, attempt, outcome);
     });
   }
   return reached;
 }
+
 void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome) {
   InFlight job;
   {
@@ -574,103 +387,82 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     if (it == in_flight_.end() || it->second.attempt != attempt) return;
     job = it->second;
   }
-  if (outcome.error != HttpError::kCancelled) {
-    const BreakerSignal signal = ClassifyForBreaker(outcome);
-    const std::string detail = outcome.delivered() ? "" : FailureReason(outcome);
-    if (job.probe) {
-      // The endpoint answered (even a 4xx): it is up again, and the probe closes the breaker.
-      keeper_.ProbeAnswered(options_.tier.name, job.channel, job_id,
-                            signal != BreakerSignal::kFailure, detail);
-    } else if (auto trip = board_.Finished(job.channel, job_id, signal, detail,
-                                           std::chrono::steady_clock::now())) {
-      keeper_.RequestOpen(options_.tier.name, std::move(*trip));
-    }
-    // 410 Gone: the channel is to be disabled and this job parked (ApplyAnswers), not
-    // retried or discarded, so the attempt is counted failed even if it was the last.
-    bool gone = outcome.error == HttpError::kNone && outcome.status == 410;
-    const DeliveryOutcome counted = ClassifyDelivery(outcome, job.last_attempt && !gone);
-    if (metrics_) {
-      metrics_->Delivered(counted);
-      metrics_->delivery_duration->Observe(std::chrono::duration<double>(outcome.duration).count());
-    }
-    switch (counted) {
-      case DeliveryOutcome::kDelivered:
-        break;
-      case DeliveryOutcome::kDiscarded:
-        if (outcome.error == HttpError::kBlocked) {
-          blocked_log_.Add();
-          if (metrics_) metrics_->blocked->Increment();
-        } else {
-          discarded_log_.Add();
-        }
-        break;
-      default:
-        retries_log_[static_cast<int>(counted) - 1].Add();
-    }
-    AttemptResult result;
-    result.id = job_id;
-    result.attempt = attempt;
-    result.delivered = outcome.delivered();
-    result.permanent = outcome.error == HttpError::kBlocked;
-    result.status = outcome.status;
-    result.duration_ms = std::chrono::duration<double, std::milli>(outcome.duration).count();
-    // A 429 or 503 that says how long to wait: lengthens this job's wait, and its channel's.
-    int64_t asked_ms = 0;
-    if (!result.delivered && outcome.error == HttpError::kNone &&
-        (outcome.status == 429 || outcome.status == 503) && !outcome.retry_after.empty()) {
-      if (auto asked = ParseRetryAfter(outcome.retry_after, std::chrono::system_clock::now())) {
-        asked_ms = std::chrono::duration_cast<std::chrono::milliseconds>(*asked).count();
-      }
-    }
-    if (!result.delivered) {
-      result.error = detail;
-      std::lock_guard lock(mu_);
-      result.retry_delay_ms = retry_->NextDelay(attempt, UnitRandom()).count();
-      asked_ms = std::min(asked_ms, tier_.retry_after_max_ms);
-      if (asked_ms > 0) {
-        if (asked_ms > result.retry_delay_ms && !job.last_attempt) {
-          result.retry_delay_ms = asked_ms;
-          ++snoozed_;
-          snoozed_log_.Add();
-          if (metrics_) metrics_->snoozed->Increment();
-        }
-        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(asked_ms);
-        auto [it, added] = snoozes_.emplace(job.channel, until);
-        if (!added) it->second = std::max(it->second, until);
-        answers_queued_ = true;
-        answers_due_ = std::min(answers_due_, std::chrono::steady_clock::now());
-      }
-      if (gone && !stop_) {
-        // The runner applies it; after a stop, the runner is gone: written as a failure.
-        gone_.push_back({{job.channel, job_id, attempt, detail, result.duration_ms}, result, 0});
-        answers_queued_ = true;
-        answers_due_ = std::chrono::steady_clock::now();
-      } else {
-        gone = false;
-      }
-    }
-    // Before the slot frees: the result is in the writer's hands (or the runner's) before a
-    // new claim can follow, so the writer's backlog stays bounded by the slots.
-    if (!gone) writer_.Add(std::move(result));
+  // The sender shut down before an answer: no verdict, the job stays registered for
+  // HandBackInFlight().
+  if (outcome.error == HttpError::kCancelled) {
+    cv_.notify_one();
+    return;
   }
+  Verdict verdict;
   {
     std::lock_guard lock(mu_);
-    // A cancelled request stays registered: HandBackInFlight() gives it back.
-    if (outcome.error != HttpError::kCancelled) {
-      // Its stalled mark is read here, not from the copy above: the runner may have set it since.
-      auto it = in_flight_.find(job_id);
-      if (it != in_flight_.end() && it->second.stalled) --stalled_;
-      // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
-      if (ClassifyForBreaker(outcome) == BreakerSignal::kFailure) {
-        caps_.Failed(job.channel, job.tenant, std::chrono::steady_clock::now());
-      } else if (outcome.delivered() &&
-                 outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
-        caps_.Succeeded(job.channel);
+    verdict = Decide(outcome, {attempt, job.last_attempt, job.probe},
+                     {*retry_, std::chrono::milliseconds(tier_.retry_after_max_ms), UnitRandom(),
+                      std::chrono::system_clock::now()});
+  }
+  if (job.probe) {
+    keeper_.ProbeAnswered(options_.tier.name, job.channel, job_id, verdict.probe_closes,
+                          verdict.error);
+  } else if (auto trip = board_.Finished(job.channel, job_id, verdict.breaker, verdict.error,
+                                         std::chrono::steady_clock::now())) {
+    keeper_.RequestOpen(options_.tier.name, std::move(*trip));
+  }
+  if (metrics_) {
+    metrics_->Delivered(verdict.outcome);
+    metrics_->delivery_duration->Observe(std::chrono::duration<double>(outcome.duration).count());
+  }
+  switch (verdict.outcome) {
+    case DeliveryOutcome::kDelivered:
+      break;
+    case DeliveryOutcome::kDiscarded:
+      if (verdict.permanent) {
+        blocked_log_.Add();
+        if (metrics_) metrics_->blocked->Increment();
+      } else {
+        discarded_log_.Add();
       }
-      in_flight_.erase(job_id);
-      // A capped channel or tenant has room again: its next jobs may be claimed.
-      if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
+      break;
+    default:
+      retries_log_[static_cast<int>(verdict.outcome) - 1].Add();
+  }
+  AttemptResult result;
+  result.id = job_id;
+  result.attempt = attempt;
+  result.delivered = verdict.delivered;
+  result.permanent = verdict.permanent;
+  result.status = verdict.status;
+  result.error = verdict.error;
+  result.duration_ms = verdict.duration_ms;
+  result.retry_delay_ms = verdict.retry_delay_ms;
+  if (verdict.snoozed) answers_.CountSnoozed();
+  if (verdict.snooze_channel.count() > 0) {
+    answers_.Snooze(job.channel, std::chrono::steady_clock::now() + verdict.snooze_channel);
+  }
+  bool gone = false;
+  if (verdict.gone) {
+    std::lock_guard lock(mu_);
+    // The runner applies it; after a stop, the runner is gone: written as a failure.
+    gone = !stop_ &&
+           answers_.Gone({job.channel, job_id, attempt, verdict.error, result.duration_ms}, result);
+  }
+  // Before the slot frees: the result is in the writer's hands (or the runner's) before a
+  // new claim can follow, so the writer's backlog stays bounded by the slots.
+  if (!gone) writer_.Add(std::move(result));
+  {
+    std::lock_guard lock(mu_);
+    // Its stalled mark is read here, not from the copy above: the runner may have set it since.
+    auto it = in_flight_.find(job_id);
+    if (it != in_flight_.end() && it->second.stalled) --stalled_;
+    // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
+    if (verdict.breaker == BreakerSignal::kFailure) {
+      caps_.Failed(job.channel, job.tenant, std::chrono::steady_clock::now());
+    } else if (verdict.delivered &&
+               outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
+      caps_.Succeeded(job.channel);
     }
+    in_flight_.erase(job_id);
+    // A capped channel or tenant has room again: its next jobs may be claimed.
+    if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
   }
   cv_.notify_one();
 }

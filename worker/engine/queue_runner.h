@@ -20,8 +20,8 @@
 // Caps. A CapLedger counts the jobs in flight per channel and per tenant; every claim passes
 // the counts, and the claim statement leaves out channels and tenants at their cap and never
 // takes one past it. When a claim makes a channel (tenant) reach its cap, the runner demotes
-// its waiting jobs to priority 2 in one statement (at most once a second each), so every
-// other channel's fresh jobs come first.
+// its waiting jobs to priority 2 in one statement (at most once a second each; CapDemotion),
+// so every other channel's fresh jobs come first.
 //
 // Stalled requests. An attempt still in flight `stalled_after_ms` after it was sent gives its
 // worker slot back (at most kStalledPerWorker × workers of the tier's requests at once): a
@@ -39,29 +39,28 @@
 // asks for all free slots at once, so at high throughput one round trip refills many.
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
-// attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)), and the runner
-// pushes the channel's waiting jobs to no earlier than the same time, in one statement, at
-// most once a second per channel (a later, longer ask within the second waits for the next).
-// A 410 Gone disables the channel: the runner runs JobStore::DisableGone (channel disabled and
-// paused, its backlog and the answering job parked) instead of handing the result to the
-// writer. Both run on the runner thread, between claims, from what the I/O thread queued.
+// attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
+// its channel's waiting jobs are pushed to no earlier than the same time, at most once a
+// second per channel. A 410 Gone disables the channel instead of handing the result to the
+// writer. Both side effects are EndpointAnswers': queued from the I/O thread, run on the
+// runner thread between claims, on the runner's connection.
 //
 // Metrics and logs. The runner records its tier's metrics (Metrics::Tier) where the events
 // happen: the claim's duration and the queue wait on the runner thread, each attempt's outcome
 // and duration on the I/O thread — atomics and prometheus-cpp's own histogram lock only. Events
 // that repeat with traffic (retries, discards, SSRF refusals, jobs parked at claim, probes) are
-// counted into
-// RepeatedEvents and logged as one summary a minute each, never a line per job.
+// counted into RepeatedEvents and logged as one summary a minute each, never a line per job.
 //
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
-// Threads. The runner thread owns the database connection (JobStore) and claims. Result
-// callbacks run on the sender's I/O thread: they compute the result and its retry delay, hand
-// it to the writer (and the breaker's board or keeper) and free the slot. Wake(),
-// Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
-// outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
-// the sender first.
+// Threads. The runner thread uses the database connection it is given (StoreConnection) and
+// claims. Result
+// callbacks run on the sender's I/O thread: they take the answer's Verdict (verdict.h: decided
+// once per answer), hand its parts to the writer, the breaker's board or keeper, the metrics
+// and the caps, and free the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may
+// be called from any thread. The runner must outlive the HttpSender's callbacks, and the keeper
+// and writer must outlive the runner: destroy the sender first.
 #pragma once
 
 #include <atomic>
@@ -75,9 +74,11 @@
 #include <unordered_map>
 
 #include "breaker_keeper.h"
+#include "cap_demotion.h"
 #include "cap_ledger.h"
 #include "completion_writer.h"
 #include "config.h"
+#include "endpoint_answers.h"
 #include "http_sender.h"
 #include "job_store.h"
 #include "logger.h"
@@ -92,14 +93,16 @@ class QueueRunner {
   struct Options {
     TierOptions tier;
     std::string node;
-    std::string database;  // libpq connection string
     std::chrono::milliseconds poll_interval{1000};
     Metrics* metrics = nullptr;  // nullptr: record nothing (tests, the benchmark's off runs)
   };
 
   // Starts the runner thread, which connects and claims at once (catching up on what was
-  // enqueued while no node ran).
-  QueueRunner(Options options, HttpSender& sender, CompletionWriter& writer, BreakerKeeper& keeper);
+  // enqueued while no node ran). `store` is the runner's own connection: from here on only the
+  // runner thread uses it (and HandBackInFlight() after the thread has ended). `store`,
+  // `writer` and `keeper` must outlive the runner; `sender` must be destroyed before it.
+  QueueRunner(Options options, StoreConnection& store, HttpSender& sender, CompletionWriter& writer,
+              BreakerKeeper& keeper);
   // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
   ~QueueRunner();
   QueueRunner(const QueueRunner&) = delete;
@@ -140,12 +143,12 @@ class QueueRunner {
   uint64_t probes() const { return probes_.load(); }
   uint64_t parked_at_claim() const { return parked_at_claim_.load(); }
   // Times a channel (tenant) reached its cap here, and jobs demoted for it, since start.
-  uint64_t channel_caps_hit() const { return channel_caps_hit_.load(); }
-  uint64_t tenant_caps_hit() const { return tenant_caps_hit_.load(); }
-  uint64_t demoted() const { return demoted_.load(); }
+  uint64_t channel_caps_hit() const { return demotion_.channel_caps_hit(); }
+  uint64_t tenant_caps_hit() const { return demotion_.tenant_caps_hit(); }
+  uint64_t demoted() const { return demotion_.demoted(); }
   // Jobs a Retry-After pushed later, and channels a 410 disabled (by this node), since start.
-  uint64_t snoozed() const { return snoozed_.load(); }
-  uint64_t channels_gone() const { return channels_gone_.load(); }
+  uint64_t snoozed() const { return answers_.snoozed(); }
+  uint64_t channels_gone() const { return answers_.channels_gone(); }
 
  private:
   void Run();
@@ -156,18 +159,14 @@ class QueueRunner {
   // Demotes the backlogs of channels and tenants at their cap, each at most once a second
   // (runner thread); `reached` counts them as caps hit. Returns whether a statement ran.
   bool Demote(const CapsReached& at_cap, bool reached);
-  void LogCapsSummary(std::chrono::steady_clock::time_point now);
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
-  // Runner thread: runs the queued 410 disables and the snoozes that are due; sets
-  // answers_due_ to when the next held-back snooze is due. `last` (the runner is ending): a
-  // disable that fails is not kept for later but written as an ordinary failure at once.
-  void ApplyAnswers(std::chrono::steady_clock::time_point now, bool last = false);
   std::chrono::steady_clock::time_point NextPoll();
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
   const Options options_;
+  StoreConnection& store_;  // used only by the runner thread (and HandBackInFlight() after it)
   HttpSender& sender_;
   CompletionWriter& writer_;
   BreakerKeeper& keeper_;
@@ -188,6 +187,7 @@ class QueueRunner {
   // returns when the next one will be, or time_point::max() when none will. Under mu_.
   std::chrono::steady_clock::time_point ReleaseStalled(std::chrono::steady_clock::time_point now);
 
+  // Taken before answers_' own mutex, never after: the waits read answers_.due() under mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
@@ -196,35 +196,13 @@ class QueueRunner {
   CapLedger caps_;
   std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
-  // 410 answers for the runner thread to apply; `fallback` is written instead if it cannot.
-  struct GoneAnswer {
-    JobStore::GoneAnswer answer;
-    AttemptResult fallback;
-    int tries = 0;
-  };
-  std::vector<GoneAnswer> gone_;
-  // Channels a Retry-After asked to wait, until when (the latest ask wins).
-  std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozes_;
-  bool answers_queued_ = false;  // OnOutcome queued something since ApplyAnswers took it
-  // When ApplyAnswers should run next (max: nothing queued).
-  std::chrono::steady_clock::time_point answers_due_ = std::chrono::steady_clock::time_point::max();
   bool wake_ = false;
   bool stop_ = false;
-
-  // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
-  StoreConnection store_;
-  // When each channel's waiting jobs were last snoozed: at most once a second each.
-  std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozed_at_;
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
   std::atomic<uint64_t> probes_{0};
   std::atomic<uint64_t> parked_at_claim_{0};
-  std::atomic<uint64_t> channel_caps_hit_{0};
-  std::atomic<uint64_t> tenant_caps_hit_{0};
-  std::atomic<uint64_t> demoted_{0};
-  std::atomic<uint64_t> snoozed_{0};
-  std::atomic<uint64_t> channels_gone_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> claim_ok_{true};
 
@@ -235,13 +213,13 @@ class QueueRunner {
   RepeatedEvent probes_log_;
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
-  RepeatedEvent snoozed_log_;
   RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
-  // The caps summary log: counts at the last summary, and when it is due (runner thread).
-  uint64_t logged_channel_caps_ = 0;
-  uint64_t logged_tenant_caps_ = 0;
-  uint64_t logged_demoted_ = 0;
-  std::chrono::steady_clock::time_point next_caps_summary_{};
+
+  // The demotion of capped backlogs and its caps_summary (runner thread; see cap_demotion.h).
+  CapDemotion demotion_;
+  // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
+  // thread with store_ (safe for concurrent use; see endpoint_answers.h).
+  EndpointAnswers answers_;
 
   std::thread thread_;  // started last
 };

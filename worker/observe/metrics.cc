@@ -95,14 +95,6 @@ const char* DeliveryOutcomeName(DeliveryOutcome outcome) {
   return kOutcomes[static_cast<int>(outcome)];
 }
 
-DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt) {
-  if (outcome.delivered()) return DeliveryOutcome::kDelivered;
-  if (last_attempt || outcome.error == HttpError::kBlocked) return DeliveryOutcome::kDiscarded;
-  if (outcome.error == HttpError::kTimeout) return DeliveryOutcome::kTimeout;
-  if (outcome.error == HttpError::kConnect) return DeliveryOutcome::kRefused;
-  return DeliveryOutcome::kFailed;
-}
-
 Metrics::Metrics(const std::string& version) : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
   deliveries_ = &BuildCounter()

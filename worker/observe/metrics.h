@@ -7,8 +7,11 @@
 // the node's config), a fixed outcome, reason or state word, and nothing else.
 //
 // Who records what (each from the thread that already owns the event):
-//   QueueRunner (runner thread)  queue wait, claim duration, caps hit, parked at claim
-//   QueueRunner (sender I/O)     deliveries by outcome, delivery duration, SSRF refusals
+//   QueueRunner (runner thread)  queue wait, claim duration, parked at claim, probes (half_open)
+//   CapDemotion (runner thread)  caps hit
+//   EndpointAnswers (runner)     channels disabled by a 410, waiting jobs snoozed
+//   QueueRunner (sender I/O)     deliveries by outcome (the Verdict's), delivery duration, SSRF
+//                                refusals; answering jobs snoozed (EndpointAnswers)
 //   CompletionWriter (writer)    completion batch size
 //   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening
 //   Maintenance (its thread)     rescued jobs; as the leader, the fleet-wide samples below
@@ -47,20 +50,13 @@
 
 #include "http_sender.h"
 #include "job_store.h"
+#include "verdict.h"  // DeliveryOutcome
 
 namespace bulkhead {
 
-// What one delivery attempt came to, as the `outcome` label says it.
-enum class DeliveryOutcome { kDelivered, kFailed, kTimeout, kRefused, kDiscarded };
-
-// The label word of an outcome: delivered, failed, timeout, refused, discarded.
+// The label word of an outcome: delivered, failed, timeout, refused, discarded. Which outcome
+// an attempt came to is the verdict's (verdict.h: DeliveryOutcome, ClassifyDelivery).
 const char* DeliveryOutcomeName(DeliveryOutcome outcome);
-
-// Classifies an attempt: a 2xx is delivered; otherwise a failure on the job's last attempt, or
-// a permanent one (the SSRF guard refused the address: kBlocked), is discarded, a timeout is
-// timeout, no connection (refused, unreachable) is refused, and anything else (a non-2xx, DNS, TLS,
-// protocol) is failed. One word per attempt, so the outcomes add up to the attempts.
-DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt);
 
 class Metrics {
  public:

@@ -1,0 +1,206 @@
+// QueueRunner built directly, from real parts — its own StoreConnection to the throwaway
+// PostgreSQL, a CompletionWriter, a BreakerKeeper, an HttpSender whose guard lets loopback
+// through — sending to the loopback HttpReceiver of tests/support. No node process, no mocks.
+//
+// - an enqueue and a Wake() make a signed delivery that completes;
+// - a 410 disables the channel (EndpointAnswers, on the runner's connection);
+// - a 503 with Retry-After pushes the job and its channel's waiting jobs later;
+// - a request still in flight at a stop is handed back without spending its attempt.
+#include "queue_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "breaker_keeper.h"
+#include "completion_writer.h"
+#include "database_test.h"
+#include "http_receiver.h"
+#include "http_sender.h"
+#include "network_guard.h"
+#include "store_connection.h"
+#include "tenancy.h"
+#include "webhook_signature.h"
+
+namespace bulkhead {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::HttpReceiver;
+using testing::QueryValue;
+using testing::Reply;
+
+constexpr const char* kNode = "runner-test";
+
+class QueueRunnerTest : public testing::DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    tenant_ = testing::CreateTenant(db(), "acme", "default");
+    tier_.name = "default";
+    tier_.workers = 4;
+  }
+
+  // Builds the runner and its collaborators in the order the node does; the poll is a minute,
+  // so only the start and Wake() make it claim.
+  void Start() {
+    writer_ = std::make_unique<CompletionWriter>(CompletionWriter::Options{conninfo(), kNode});
+    keeper_ = std::make_unique<BreakerKeeper>(BreakerKeeper::Options{conninfo(), {tier_}});
+    store_ = std::make_unique<StoreConnection>(conninfo());
+    HttpSender::Options sender_options;
+    sender_options.guard = NetworkGuard({std::get<Network>(ParseCidr("127.0.0.0/8"))});
+    sender_ = std::make_unique<HttpSender>(std::move(sender_options));
+    runner_ =
+        std::make_unique<QueueRunner>(QueueRunner::Options{tier_, kNode, seconds(60), nullptr},
+                                      *store_, *sender_, *writer_, *keeper_);
+  }
+
+  // The node's shutdown order: stop claiming, then the sender before the runner.
+  void TearDown() override {
+    if (runner_) runner_->StopClaiming();
+    sender_.reset();
+    runner_.reset();
+    store_.reset();
+    keeper_.reset();
+    writer_.reset();
+    DatabaseTest::TearDown();
+  }
+
+  // Waits until the runner's first claim (at start, of an empty queue) has run.
+  void WaitForFirstClaim() {
+    for (auto deadline = std::chrono::steady_clock::now() + seconds(10);
+         runner_->claims() == 0 && std::chrono::steady_clock::now() < deadline;) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    ASSERT_GE(runner_->claims(), 1u);
+  }
+
+  int64_t Enqueue(int64_t channel) {
+    return QueryValue<int64_t>(
+        db(), "SELECT bulkhead.enqueue(" + std::to_string(channel) + ", '{\"n\": 1}'::jsonb)");
+  }
+
+  // Polls until `condition` (SQL) holds; false after `timeout`.
+  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(10)) {
+    for (auto deadline = std::chrono::steady_clock::now() + timeout;
+         std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(milliseconds(10))) {
+      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
+    }
+    return false;
+  }
+
+  std::string Job(int64_t id, const std::string& column) {
+    return QueryValue<std::string>(
+        db(), "SELECT " + column + "::text FROM bulkhead.jobs WHERE id = " + std::to_string(id));
+  }
+
+  int64_t tenant_ = 0;
+  TierOptions tier_;
+  std::unique_ptr<CompletionWriter> writer_;
+  std::unique_ptr<BreakerKeeper> keeper_;
+  std::unique_ptr<StoreConnection> store_;
+  std::unique_ptr<HttpSender> sender_;
+  std::unique_ptr<QueueRunner> runner_;
+};
+
+TEST_F(QueueRunnerTest, AnEnqueueAndAWakeMakeASignedDeliveryThatCompletes) {
+  HttpReceiver receiver;
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hook"));
+  Start();
+  WaitForFirstClaim();
+  const int64_t job = Enqueue(channel);
+  runner_->Wake();
+  ASSERT_TRUE(WaitFor("state = 'completed' FROM bulkhead.jobs WHERE id = " + std::to_string(job)));
+  EXPECT_EQ(Job(job, "attempt"), "1");
+  EXPECT_EQ(runner_->claimed(), 1u);
+  EXPECT_EQ(runner_->in_flight(), 0u);
+
+  ASSERT_EQ(receiver.request_count(), 1u);
+  const testing::ReceivedRequest request = receiver.Requests()[0];
+  EXPECT_EQ(request.path, "/hook");
+  EXPECT_EQ(request.headers.at("webhook-id"), std::to_string(job));
+  const std::string secret = QueryValue<std::string>(
+      db(), "SELECT secret FROM bulkhead.channels WHERE id = " + std::to_string(channel));
+  EXPECT_EQ(request.headers.at("webhook-signature"),
+            SignWebhook(secret, std::to_string(job),
+                        std::stoll(request.headers.at("webhook-timestamp")), request.body));
+}
+
+TEST_F(QueueRunnerTest, A410DisablesTheChannelAndParksTheJobWithItsAttemptNotSpent) {
+  HttpReceiver receiver([](const testing::ReceivedRequest&) {
+    Reply reply;
+    reply.status = 410;
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/gone"));
+  Start();
+  WaitForFirstClaim();
+  const int64_t job = Enqueue(channel);
+  runner_->Wake();
+  ASSERT_TRUE(WaitFor("NOT enabled FROM bulkhead.channels WHERE id = " + std::to_string(channel)));
+  EXPECT_TRUE(
+      WaitFor("state = 'parked' AND attempt = 0 AND last_error = 'HTTP 410' "
+              "FROM bulkhead.jobs WHERE id = " +
+              std::to_string(job)));
+  EXPECT_EQ(runner_->channels_gone(), 1u);
+}
+
+TEST_F(QueueRunnerTest, A503WithRetryAfterPushesTheJobAndItsChannelsWaitingJobsLater) {
+  HttpReceiver receiver([](const testing::ReceivedRequest&) {
+    // After 200 ms: the runner's claims after the first (a demotion claims again at once) are
+    // over, so the snooze, not a claim, is what meets the waiting job.
+    Reply reply;
+    reply.status = 503;
+    reply.headers = {{"Retry-After", "120"}};
+    reply.delay = milliseconds(200);
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/busy"));
+  tier_.workers = 2;  // a channel's cap is 1 at the default share: one job sent, one waits
+  Start();
+  WaitForFirstClaim();
+  const int64_t answering = Enqueue(channel);
+  const int64_t waiting = Enqueue(channel);
+  runner_->Wake();
+  ASSERT_TRUE(receiver.WaitForRequests(1, seconds(10)));
+  // Both wait the asked 120 s: the answering job's retry (not the schedule's first 5 s), and
+  // the waiting one by its channel's snooze.
+  for (int64_t job : {answering, waiting}) {
+    EXPECT_TRUE(
+        WaitFor("state = 'available' AND scheduled_at > now() + interval '100 seconds' "
+                "FROM bulkhead.jobs WHERE id = " +
+                std::to_string(job)))
+        << job;
+  }
+  EXPECT_EQ(receiver.request_count(), 1u);
+  EXPECT_GE(runner_->snoozed(), 2u);  // the answering job's own wait, and its channel's
+}
+
+TEST_F(QueueRunnerTest, ARequestInFlightAtAStopIsHandedBackWithItsAttemptNotSpent) {
+  HttpReceiver receiver([](const testing::ReceivedRequest&) {
+    Reply reply;
+    reply.hang = true;
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hang"));
+  Start();
+  WaitForFirstClaim();
+  const int64_t job = Enqueue(channel);
+  runner_->Wake();
+  ASSERT_TRUE(receiver.WaitForRequests(1, seconds(10)));
+  EXPECT_EQ(runner_->in_flight(), 1u);
+  EXPECT_EQ(runner_->channel_in_flight(channel), 1);
+  runner_->StopClaiming();
+  EXPECT_EQ(runner_->HandBackInFlight(), 1);
+  EXPECT_EQ(runner_->in_flight(), 0u);
+  EXPECT_EQ(Job(job, "state"), "available");
+  EXPECT_EQ(Job(job, "attempt"), "0");
+}
+
+}  // namespace
+}  // namespace bulkhead
