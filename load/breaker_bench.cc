@@ -62,6 +62,7 @@
 
 namespace {
 
+using bulkhead::BreakerTransition;
 using bulkhead::JobStore;
 using bulkhead::testing::HttpReceiver;
 using bulkhead::testing::LoopbackNetworks;
@@ -471,7 +472,7 @@ int Park(const Args& args) {
   std::vector<double> park_ms, unpark_ms;
   for (int r = 1; r <= args.rounds; ++r) {
     auto start = Clock::now();
-    JobStore::Transition opened = store.OpenBreaker(channel.id, 30000, "bench");
+    BreakerTransition opened = store.OpenBreaker(channel.id, 30000, "bench");
     park_ms.push_back(Millis(Clock::now() - start));
     if (!opened.done || opened.jobs != args.jobs) {
       std::cerr << "OpenBreaker parked " << opened.jobs << " of " << args.jobs << "\n";

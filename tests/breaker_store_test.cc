@@ -73,7 +73,7 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
   auto counter = Connect();  // count only what the store's connection runs
   JobStore open_store(*counter);
   Exec("SELECT pg_stat_statements_reset()");
-  JobStore::Transition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row");
+  BreakerTransition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row");
   // Exactly one statement ran besides BEGIN and COMMIT: the state change and the park together.
   EXPECT_EQ(
       QueryValue<std::string>(db(),
@@ -102,7 +102,7 @@ TEST_F(BreakerStoreTest, OnlyOneOfTwoNodesOpensTheBreaker) {
   Enqueue(channel_, 50);
   auto other = Connect();
   JobStore a(db()), b(*other);
-  JobStore::Transition first, second;
+  BreakerTransition first, second;
   std::thread t([&] { first = a.OpenBreaker(channel_, 30000, "a"); });
   second = b.OpenBreaker(channel_, 30000, "b");
   t.join();
@@ -230,7 +230,7 @@ TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) 
   ASSERT_EQ(probes.size(), 1u);
   Enqueue(other_, 5);  // another channel's fresh work
 
-  JobStore::Transition t = store.CloseBreaker(channel_, probes[0].id);
+  BreakerTransition t = store.CloseBreaker(channel_, probes[0].id);
   EXPECT_TRUE(t.done);
   EXPECT_EQ(t.jobs, 999);
   EXPECT_EQ(Breaker(channel_), "closed");

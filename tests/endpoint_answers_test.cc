@@ -139,19 +139,19 @@ TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
   std::vector<ClaimedJob> claimed = store.Claim("default", 2, "node-x");
   ASSERT_EQ(claimed.size(), 2u);
 
-  JobStore::Gone gone = store.DisableGone({ch, claimed[0].id, 1, "HTTP 410", 12.5}, "node-x");
+  GoneOutcome gone = store.DisableGone({ch, claimed[0].id, 1, "HTTP 410", 12.5}, "node-x");
   EXPECT_TRUE(gone.disabled);
   EXPECT_EQ(gone.jobs, 2);  // the answering job and the one waiting; not the other in flight
   std::string reason = QueryValue<std::string>(
       db(), "SELECT disabled_reason FROM bulkhead.channels WHERE id = " + std::to_string(ch));
 
   // Another node's stale answer for the second job (not its claim): the job is not touched.
-  JobStore::Gone stale = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-y");
+  GoneOutcome stale = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-y");
   EXPECT_FALSE(stale.disabled);
   EXPECT_EQ(stale.jobs, 0);
   EXPECT_EQ(Count("id = " + std::to_string(claimed[1].id) + " AND state = 'executing'"), 1);
   // Its own answer parks it, and the reason stays the first one.
-  JobStore::Gone second = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-x");
+  GoneOutcome second = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-x");
   EXPECT_FALSE(second.disabled);
   EXPECT_EQ(second.jobs, 1);
   EXPECT_EQ(

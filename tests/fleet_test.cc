@@ -102,7 +102,7 @@ TEST_F(FleetTest, ALostNodesJobsGoBackKeepingTheirAttemptAndItsLateResultsChange
   Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('node-b', now() + interval '1 h')");
   ASSERT_EQ(store.Claim("default", 1, "node-b").size(), 1u);  // alive: not rescued
 
-  JobStore::Rescue rescue = store.RescueLost();
+  Rescue rescue = store.RescueLost();
   EXPECT_EQ(rescue.jobs, 3);
   EXPECT_EQ(rescue.discarded, 0);
   EXPECT_EQ(rescue.nodes, "node-a");
@@ -134,7 +134,7 @@ TEST_F(FleetTest, ARescuedJobAtItsLastAttemptIsDiscardedAndOneBehindAnOpenBreake
       "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
       "interval '30 s' WHERE id = " +
       std::to_string(broken));
-  JobStore::Rescue rescue = store.RescueLost();
+  Rescue rescue = store.RescueLost();
   EXPECT_EQ(rescue.jobs, 2);
   EXPECT_EQ(rescue.discarded, 1);
   EXPECT_EQ(Count("state = 'discarded' AND finished_at IS NOT NULL AND channel_id = " +

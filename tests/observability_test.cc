@@ -301,7 +301,7 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   Enqueue(ch, 5);
   pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
   JobStore store(db());
-  JobStore::FleetCounts counts = store.SampleFleet();
+  FleetCounts counts = store.SampleFleet();
   int64_t available = 0;
   for (const auto& c : counts.jobs) {
     if (c.tier == "default" && c.state == "available") available = c.n;

@@ -126,10 +126,10 @@ TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewest
   EXPECT_TRUE(jobs[0].old_secrets.empty());  // never rotated
   const std::string first = jobs[0].secret;
 
-  JobStore::SecretRotation r1 = store.RotateSecret(ch, "", 3600);
-  ASSERT_EQ(r1.outcome, JobStore::SecretRotation::kRotated);
+  SecretRotation r1 = store.RotateSecret(ch, "", 3600);
+  ASSERT_EQ(r1.outcome, SecretRotation::kRotated);
   EXPECT_EQ(r1.old_secrets, 1);
-  JobStore::SecretRotation r2 = store.RotateSecret(ch, "", 3600);
+  SecretRotation r2 = store.RotateSecret(ch, "", 3600);
   EXPECT_EQ(r2.old_secrets, 2);
   Enqueue(ch, 1);
   jobs = store.Claim("default", 10, "node-a");
@@ -151,7 +151,7 @@ TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewest
   EXPECT_TRUE(QueryValue<bool>(db(), "SELECT old_secrets_until > now() FROM bulkhead.channels"));
 
   // --keep-old 0: every old secret goes, and the gate with them.
-  JobStore::SecretRotation r3 = store.RotateSecret(ch, "", 0);
+  SecretRotation r3 = store.RotateSecret(ch, "", 0);
   EXPECT_EQ(r3.old_secrets, 0);
   EXPECT_EQ(r3.old_secrets_until, "");
   Enqueue(ch, 1);
@@ -166,7 +166,7 @@ TEST_F(SecretRotationTest, TheProbeClaimCarriesOldSecretsToo) {
   int64_t ch = testing::CreateChannel(db(), tenant_);
   JobStore store(db());
   const std::string first = Secret(ch);
-  JobStore::SecretRotation r = store.RotateSecret(ch, "", 3600);
+  SecretRotation r = store.RotateSecret(ch, "", 3600);
   Enqueue(ch, 3);
   ASSERT_TRUE(store.OpenBreaker(ch, 30000, "test").done);
   Exec("UPDATE bulkhead.channels SET breaker_probe_at = now() - interval '1 ms'");

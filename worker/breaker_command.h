@@ -26,7 +26,7 @@ int RunBreakersCommand(std::span<const std::string_view> args);
 int RunBreakerCommand(std::span<const std::string_view> args);
 
 // The breakers table and JSON array of `bulkhead breakers`, also part of `bulkhead status`.
-void PrintBreakerTable(const std::vector<JobStore::BreakerRow>& rows);
-nlohmann::ordered_json BreakersJson(const std::vector<JobStore::BreakerRow>& rows);
+void PrintBreakerTable(const std::vector<BreakerRow>& rows);
+nlohmann::ordered_json BreakersJson(const std::vector<BreakerRow>& rows);
 
 }  // namespace bulkhead

@@ -47,7 +47,7 @@ int NoSuchChannel(const std::string& command, int64_t channel) {
 }
 
 // The channel's row in `bulkhead breakers`, if it has one (breaker not closed, or paused).
-std::optional<JobStore::BreakerRow> FindBreakerRow(JobStore& store, int64_t channel) {
+std::optional<BreakerRow> FindBreakerRow(JobStore& store, int64_t channel) {
   for (auto& row : store.ListBreakers()) {
     if (row.channel == channel) return std::move(row);
   }
@@ -61,7 +61,7 @@ int RunPause(const Subcommand& sub, std::span<const std::string_view> args) {
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.PauseChannel(channel);
+    std::optional<ChannelChange> change = store.PauseChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     std::cout << "channel " << channel;
     if (change->before == "paused") {
@@ -87,7 +87,7 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.ResumeChannel(channel);
+    std::optional<ChannelChange> change = store.ResumeChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     const bool was_paused = change->before == "paused";
     std::cout << "channel " << channel << (was_paused ? " resumed" : " was not paused");
@@ -109,7 +109,7 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
 }
 
 // The channel's waiting jobs by state, as one phrase.
-std::string Backlog(const JobStore::ChannelInfo& c) {
+std::string Backlog(const ChannelInfo& c) {
   return std::to_string(c.available) + " available, " + std::to_string(c.scheduled) +
          " scheduled, " + std::to_string(c.executing) + " executing, " + std::to_string(c.parked) +
          " parked";
@@ -133,7 +133,7 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
                                cli::OneLine(*url) + "'");
   }
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::NewChannel> added = store.AddChannel(*tenant, *url);
+    std::optional<NewChannel> added = store.AddChannel(*tenant, *url);
     if (!added) {
       std::cerr << command << ": no tenant named or numbered '" << cli::OneLine(*tenant) << "'\n";
       return kExitFailure;
@@ -160,7 +160,7 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
                                         cli::OneLine(words.positional[0]) + "'");
   }
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelInfo> c = store.ShowChannel(*channel);
+    std::optional<ChannelInfo> c = store.ShowChannel(*channel);
     if (!c) return NoSuchChannel(command, *channel);
     if (words.Has("--json")) {
       nlohmann::ordered_json out = {
@@ -235,7 +235,7 @@ int RunDisable(const Subcommand& sub, std::span<const std::string_view> args) {
     return cli::UsageError(command, "--reason must be 1 to 500 characters");
   }
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.DisableChannel(*channel, *reason);
+    std::optional<ChannelChange> change = store.DisableChannel(*channel, *reason);
     if (!change) return NoSuchChannel(command, *channel);
     std::cout << "channel " << *channel
               << (change->before == "disabled" ? " was already disabled (reason updated)"
@@ -253,7 +253,7 @@ int RunEnable(const Subcommand& sub, std::span<const std::string_view> args) {
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.EnableChannel(channel);
+    std::optional<ChannelChange> change = store.EnableChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     std::cout << "channel " << channel
               << (change->before == "enabled" ? " was not disabled" : " enabled")
@@ -342,11 +342,11 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
     keep_s = *parsed_keep;
   }
   return cli::WithStore(command, words, [&](JobStore& store) {
-    JobStore::SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
-    if (r.outcome == JobStore::SecretRotation::kNoSuchChannel) {
+    SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
+    if (r.outcome == SecretRotation::kNoSuchChannel) {
       return NoSuchChannel(command, *channel);
     }
-    if (r.outcome == JobStore::SecretRotation::kSameSecret) {
+    if (r.outcome == SecretRotation::kSameSecret) {
       std::cerr << command << ": --secret is already channel " << *channel
                 << "'s current secret; nothing changed\n";
       return kExitFailure;

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "job_store.h"
+#include "store_types.h"
 #include "metrics.h"
 
 namespace bulkhead {

@@ -1160,7 +1160,7 @@ std::string PgArray(const std::vector<int64_t>& items) {
 }
 
 // The first row of a transition statement: (rows transitioned, jobs moved, …).
-JobStore::Transition TransitionFromRow(const pqxx::row& row) {
+BreakerTransition TransitionFromRow(const pqxx::row& row) {
   return {row[0].as<int64_t>() > 0, row[1].as<int64_t>()};
 }
 
@@ -1279,7 +1279,7 @@ int JobStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {
   return snoozed;
 }
 
-JobStore::Gone JobStore::DisableGone(const GoneAnswer& answer, const std::string& node) {
+GoneOutcome JobStore::DisableGone(const GoneAnswer& answer, const std::string& node) {
   pqxx::work tx(conn_, "disable_gone");
   pqxx::result rows = tx.exec_prepared("disable_gone", answer.channel, answer.job, answer.attempt,
                                        node, answer.error, answer.duration_ms);
@@ -1359,7 +1359,7 @@ int JobStore::DeposeLostLeader() {
   return tx.exec_prepared1("depose")[0].as<int>();
 }
 
-JobStore::Rescue JobStore::RescueLost(const std::string& also) {
+Rescue JobStore::RescueLost(const std::string& also) {
   pqxx::work tx(conn_, "rescue_lost");
   pqxx::row row = tx.exec_prepared1("rescue_lost", also);
   tx.commit();
@@ -1387,7 +1387,7 @@ int JobStore::PruneFinished(int64_t retention_ms, int batch) {
   return pruned;
 }
 
-JobStore::Transition JobStore::OpenBreaker(int64_t channel, int64_t cooldown_ms,
+BreakerTransition JobStore::OpenBreaker(int64_t channel, int64_t cooldown_ms,
                                            const std::string& reason) {
   pqxx::work tx(conn_, "open_breaker");
   pqxx::row row = tx.exec_prepared1("open_breaker", channel, cooldown_ms, reason);
@@ -1408,14 +1408,14 @@ std::vector<ClaimedJob> JobStore::ClaimProbes(const std::string& queue, int limi
   return jobs;
 }
 
-JobStore::Transition JobStore::CloseBreaker(int64_t channel, int64_t probe_job) {
+BreakerTransition JobStore::CloseBreaker(int64_t channel, int64_t probe_job) {
   pqxx::work tx(conn_, "close_breaker");
   pqxx::row row = tx.exec_prepared1("close_breaker", channel, probe_job);
   tx.commit();
   return TransitionFromRow(row);
 }
 
-JobStore::Transition JobStore::ReopenBreaker(int64_t channel, int64_t probe_job,
+BreakerTransition JobStore::ReopenBreaker(int64_t channel, int64_t probe_job,
                                              int64_t cooldown_ms, int64_t cooldown_max_ms,
                                              const std::string& reason) {
   pqxx::work tx(conn_, "reopen_breaker");
@@ -1455,7 +1455,7 @@ std::vector<int64_t> JobStore::NotClosedBreakers() {
   return channels;
 }
 
-JobStore::FleetCounts JobStore::SampleFleet() {
+FleetCounts JobStore::SampleFleet() {
   // One read-only transaction: the three samples see one snapshot.
   pqxx::read_transaction tx(conn_, "sample_fleet");
   FleetCounts counts;
@@ -1474,7 +1474,7 @@ JobStore::FleetCounts JobStore::SampleFleet() {
   return counts;
 }
 
-std::vector<JobStore::BreakerRow> JobStore::ListBreakers() {
+std::vector<BreakerRow> JobStore::ListBreakers() {
   pqxx::work tx(conn_, "list_breakers");
   pqxx::result rows = tx.exec_prepared("list_breakers");
   tx.commit();
@@ -1490,7 +1490,7 @@ std::vector<JobStore::BreakerRow> JobStore::ListBreakers() {
 
 namespace {
 
-std::optional<JobStore::ChannelChange> RunChannelChange(pqxx::connection_base& conn,
+std::optional<ChannelChange> RunChannelChange(pqxx::connection_base& conn,
                                                         const char* statement, int64_t channel,
                                                         bool pause_words) {
   pqxx::work tx(conn, statement);
@@ -1499,24 +1499,24 @@ std::optional<JobStore::ChannelChange> RunChannelChange(pqxx::connection_base& c
   if (rows.empty()) return std::nullopt;
   std::string before =
       pause_words ? (rows[0][0].as<bool>() ? "paused" : "running") : rows[0][0].as<std::string>();
-  return JobStore::ChannelChange{before, rows[0][1].as<int64_t>()};
+  return ChannelChange{before, rows[0][1].as<int64_t>()};
 }
 
 }  // namespace
 
-std::optional<JobStore::ChannelChange> JobStore::ResetBreaker(int64_t channel) {
+std::optional<ChannelChange> JobStore::ResetBreaker(int64_t channel) {
   return RunChannelChange(conn_, "reset_breaker", channel, false);
 }
 
-std::optional<JobStore::ChannelChange> JobStore::PauseChannel(int64_t channel) {
+std::optional<ChannelChange> JobStore::PauseChannel(int64_t channel) {
   return RunChannelChange(conn_, "pause_channel", channel, true);
 }
 
-std::optional<JobStore::ChannelChange> JobStore::ResumeChannel(int64_t channel) {
+std::optional<ChannelChange> JobStore::ResumeChannel(int64_t channel) {
   return RunChannelChange(conn_, "resume_channel", channel, true);
 }
 
-std::optional<JobStore::TierMove> JobStore::SetTenantTier(const std::string& tenant,
+std::optional<TierMove> JobStore::SetTenantTier(const std::string& tenant,
                                                           const std::string& tier) {
   pqxx::work tx(conn_, "set_tenant_tier");
   pqxx::result rows = tx.exec_prepared("set_tenant_tier", tenant, tier);
@@ -1528,7 +1528,7 @@ std::optional<JobStore::TierMove> JobStore::SetTenantTier(const std::string& ten
 
 // ---- Operators: the admin CLI ----------------------------------------------------------------
 
-std::vector<JobStore::QueueStatus> JobStore::QueueStatuses() {
+std::vector<QueueStatus> JobStore::QueueStatuses() {
   pqxx::work tx(conn_, "queue_status");
   pqxx::result rows = tx.exec_prepared("queue_status");
   tx.commit();
@@ -1540,7 +1540,7 @@ std::vector<JobStore::QueueStatus> JobStore::QueueStatuses() {
   return list;
 }
 
-std::vector<JobStore::NodeStatus> JobStore::NodeStatuses() {
+std::vector<NodeStatus> JobStore::NodeStatuses() {
   pqxx::work tx(conn_, "node_status");
   pqxx::result rows = tx.exec_prepared("node_status");
   tx.commit();
@@ -1553,7 +1553,7 @@ std::vector<JobStore::NodeStatus> JobStore::NodeStatuses() {
   return list;
 }
 
-std::vector<JobStore::JobRow> JobStore::ListJobs(const JobFilter& filter) {
+std::vector<JobRow> JobStore::ListJobs(const JobFilter& filter) {
   pqxx::work tx(conn_, "list_jobs");
   // A filter that matches few rows of a big table walks far back through the primary key:
   // an operator gets an error after 10 s rather than a query that runs on for minutes.
@@ -1571,7 +1571,7 @@ std::vector<JobStore::JobRow> JobStore::ListJobs(const JobFilter& filter) {
   return list;
 }
 
-JobStore::BulkChange JobStore::Replay(const JobSelector& selector) {
+BulkChange JobStore::Replay(const JobSelector& selector) {
   pqxx::work tx(conn_, "replay");
   pqxx::row r = tx.exec_prepared1("replay", selector.id, selector.channel, selector.tenant,
                                   selector.since_at, selector.since_age_s, selector.until_at,
@@ -1580,7 +1580,7 @@ JobStore::BulkChange JobStore::Replay(const JobSelector& selector) {
   return {r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int64_t>(), r[3].as<bool>()};
 }
 
-JobStore::BulkChange JobStore::Cancel(const JobSelector& selector) {
+BulkChange JobStore::Cancel(const JobSelector& selector) {
   pqxx::work tx(conn_, "cancel");
   pqxx::row r =
       tx.exec_prepared1("cancel", selector.id, selector.channel, selector.tenant, selector.limit);
@@ -1588,7 +1588,7 @@ JobStore::BulkChange JobStore::Cancel(const JobSelector& selector) {
   return {r[0].as<int64_t>(), 0, 0, r[1].as<bool>()};
 }
 
-std::optional<JobStore::JobState> JobStore::FindJob(int64_t id) {
+std::optional<JobState> JobStore::FindJob(int64_t id) {
   pqxx::work tx(conn_, "find_job");
   pqxx::result rows = tx.exec_prepared("find_job", id);
   tx.commit();
@@ -1596,7 +1596,7 @@ std::optional<JobStore::JobState> JobStore::FindJob(int64_t id) {
   return JobState{rows[0][0].as<std::string>(), rows[0][1].as<std::string>(), rows[0][2].as<int>()};
 }
 
-std::optional<JobStore::NewChannel> JobStore::AddChannel(const std::string& tenant,
+std::optional<NewChannel> JobStore::AddChannel(const std::string& tenant,
                                                          const std::string& url) {
   pqxx::work tx(conn_, "add_channel");
   pqxx::result rows = tx.exec_prepared("add_channel", tenant, url);
@@ -1606,7 +1606,7 @@ std::optional<JobStore::NewChannel> JobStore::AddChannel(const std::string& tena
                     rows[0][2].as<std::string>(), rows[0][3].as<std::string>()};
 }
 
-std::optional<JobStore::ChannelInfo> JobStore::ShowChannel(int64_t channel) {
+std::optional<ChannelInfo> JobStore::ShowChannel(int64_t channel) {
   pqxx::work tx(conn_, "show_channel");
   pqxx::result rows = tx.exec_prepared("show_channel", channel);
   tx.commit();
@@ -1634,7 +1634,7 @@ std::optional<JobStore::ChannelInfo> JobStore::ShowChannel(int64_t channel) {
   return info;
 }
 
-JobStore::SecretRotation JobStore::RotateSecret(int64_t channel, const std::string& secret,
+SecretRotation JobStore::RotateSecret(int64_t channel, const std::string& secret,
                                                 int64_t keep_s) {
   SecretRotation rotation;
   pqxx::work tx(conn_, "rotate_secret");
@@ -1658,7 +1658,7 @@ JobStore::SecretRotation JobStore::RotateSecret(int64_t channel, const std::stri
   return rotation;
 }
 
-std::optional<JobStore::ChannelChange> JobStore::DisableChannel(int64_t channel,
+std::optional<ChannelChange> JobStore::DisableChannel(int64_t channel,
                                                                 const std::string& reason) {
   pqxx::work tx(conn_, "disable_channel");
   pqxx::result rows = tx.exec_prepared("disable_channel", channel, reason);
@@ -1667,7 +1667,7 @@ std::optional<JobStore::ChannelChange> JobStore::DisableChannel(int64_t channel,
   return ChannelChange{rows[0][0].as<bool>() ? "enabled" : "disabled", rows[0][1].as<int64_t>()};
 }
 
-std::optional<JobStore::ChannelChange> JobStore::EnableChannel(int64_t channel) {
+std::optional<ChannelChange> JobStore::EnableChannel(int64_t channel) {
   pqxx::work tx(conn_, "enable_channel");
   pqxx::result rows = tx.exec_prepared("enable_channel", channel);
   tx.commit();
@@ -1682,7 +1682,7 @@ int64_t JobStore::AddTenant(const std::string& name, const std::string& tier) {
   return id;
 }
 
-std::optional<JobStore::TenantInfo> JobStore::ShowTenant(const std::string& tenant) {
+std::optional<TenantInfo> JobStore::ShowTenant(const std::string& tenant) {
   pqxx::work tx(conn_, "show_tenant");
   pqxx::result rows = tx.exec_prepared("show_tenant", tenant);
   tx.commit();

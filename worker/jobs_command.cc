@@ -65,7 +65,7 @@ bool TakeId(std::string_view command, const cli::Words& words, std::string_view 
   return true;
 }
 
-void PrintJobs(const std::vector<JobStore::JobRow>& rows) {
+void PrintJobs(const std::vector<JobRow>& rows) {
   std::vector<std::vector<std::string>> table = {{"ID", "QUEUE", "TENANT", "CHANNEL", "STATE",
                                                   "PRI", "ATTEMPT", "SCHEDULED", "FINISHED",
                                                   "BYTES", "ERROR"}};
@@ -79,7 +79,7 @@ void PrintJobs(const std::vector<JobStore::JobRow>& rows) {
   cli::PrintTable(table);
 }
 
-void PrintJobsJson(const std::vector<JobStore::JobRow>& rows) {
+void PrintJobsJson(const std::vector<JobRow>& rows) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     list.push_back({{"id", r.id},
@@ -147,7 +147,7 @@ else libpq's PG* variables.
 
 // The selector words of replay (with times) or cancel; false after printing a usage error.
 bool TakeSelector(std::string_view command, const cli::Words& words, bool times,
-                  JobStore::JobSelector* selector) {
+                  JobSelector* selector) {
   if (!TakeId(command, words, "--id", &selector->id) ||
       !TakeId(command, words, "--channel", &selector->channel) ||
       !TakeId(command, words, "--tenant", &selector->tenant)) {
@@ -193,7 +193,7 @@ std::string Jobs(int64_t n, std::string_view adjective) {
 
 // Why a job given by --id was not changed; exit 1.
 int NotChanged(std::string_view command, JobStore& store, int64_t id, std::string_view wanted) {
-  std::optional<JobStore::JobState> job = store.FindJob(id);
+  std::optional<JobState> job = store.FindJob(id);
   std::cerr << command << ": ";
   if (!job) {
     std::cerr << "no job with id " << id;
@@ -223,7 +223,7 @@ int RunJobsCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kJobsUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  JobStore::JobFilter filter;
+  JobFilter filter;
   if (!TakeId(kCommand, words, "--channel", &filter.channel) ||
       !TakeId(kCommand, words, "--tenant", &filter.tenant)) {
     return kExitUsage;
@@ -240,7 +240,7 @@ int RunJobsCommand(std::span<const std::string_view> args) {
   if (!limit) return kExitUsage;
   filter.limit = *limit;
   return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    std::vector<JobStore::JobRow> rows = store.ListJobs(filter);
+    std::vector<JobRow> rows = store.ListJobs(filter);
     if (words.Has("--json")) {
       PrintJobsJson(rows);
     } else if (rows.empty()) {
@@ -265,10 +265,10 @@ int RunReplayCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kReplayUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  JobStore::JobSelector selector;
+  JobSelector selector;
   if (!TakeSelector(kCommand, words, true, &selector)) return kExitUsage;
   return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    JobStore::BulkChange change = store.Replay(selector);
+    BulkChange change = store.Replay(selector);
     if (change.jobs == 0 && selector.id) {
       return NotChanged(kCommand, store, *selector.id, "discarded");
     }
@@ -298,10 +298,10 @@ int RunCancelCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kCancelUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  JobStore::JobSelector selector;
+  JobSelector selector;
   if (!TakeSelector(kCommand, words, false, &selector)) return kExitUsage;
   return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    JobStore::BulkChange change = store.Cancel(selector);
+    BulkChange change = store.Cancel(selector);
     if (change.jobs == 0 && selector.id) {
       return NotChanged(kCommand, store, *selector.id, "waiting");
     }

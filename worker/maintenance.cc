@@ -78,7 +78,7 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
   JobStore& store = store_.Get();
   if (now >= next_rescue_) {
     next_rescue_ = now + options_.rescue_every;
-    JobStore::Rescue rescue = store.RescueLost();
+    Rescue rescue = store.RescueLost();
     if (rescue.jobs > 0) {
       rescued_ += rescue.jobs;
       if (options_.metrics) options_.metrics->rescued().Increment(static_cast<double>(rescue.jobs));

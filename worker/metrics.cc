@@ -292,7 +292,7 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
   return t;
 }
 
-void Metrics::SetFleetSample(const JobStore::FleetCounts& sample) {
+void Metrics::SetFleetSample(const FleetCounts& sample) {
   std::lock_guard lock(mu_);
   prometheus::Family<prometheus::Gauge>* families[3] = {jobs_, breakers_, lag_};
   std::vector<prometheus::Gauge*> now[3];

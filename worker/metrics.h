@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "http_sender.h"
-#include "job_store.h"
+#include "store_types.h"
 
 namespace bulkhead {
 
@@ -101,7 +101,7 @@ class Metrics {
   prometheus::Counter& rescued() { return *rescued_; }
 
   // The leader's samples: replaces every series of the three families with `sample`.
-  void SetFleetSample(const JobStore::FleetCounts& sample);
+  void SetFleetSample(const FleetCounts& sample);
   // Not (or no longer) the leader: no fleet-wide series, bulkhead_leader 0.
   void ClearFleetSample();
   void SetLeader(bool leader) { leader_->Set(leader ? 1 : 0); }

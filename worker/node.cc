@@ -137,7 +137,7 @@ int Node::Run() {
     store.Get().RegisterTiers(tier_names);
     // A node restarting under its old name (a fixed `node`) finds the jobs its previous life
     // left executing: they would look alive under the new lease, so they go back first.
-    JobStore::Rescue own = store.Get().RescueLost(options.node);
+    Rescue own = store.Get().RescueLost(options.node);
     if (own.jobs > 0) {
       if (record) record->rescued().Increment(static_cast<double>(own.jobs));
       Log(LogLevel::kWarn, "jobs_rescued",

@@ -283,7 +283,7 @@ void QueueRunner::ApplyAnswers(std::chrono::steady_clock::time_point now, bool l
   std::vector<GoneAnswer> retry;
   for (auto& g : gone) {
     try {
-      JobStore::Gone done = store_.Get().DisableGone(g.answer, options_.node);
+      GoneOutcome done = store_.Get().DisableGone(g.answer, options_.node);
       if (done.disabled) {
         ++channels_gone_;
         if (metrics_) metrics_->channels_gone->Increment();

@@ -198,7 +198,7 @@ class QueueRunner {
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
   // 410 answers for the runner thread to apply; `fallback` is written instead if it cannot.
   struct GoneAnswer {
-    JobStore::GoneAnswer answer;
+    bulkhead::GoneAnswer answer;
     AttemptResult fallback;
     int tries = 0;
   };

@@ -45,9 +45,9 @@ else libpq's PG* variables.
 
 std::string Seconds(double s) { return cli::Duration(static_cast<int64_t>(std::floor(s))); }
 
-void PrintText(const std::vector<JobStore::QueueStatus>& queues,
-               const std::vector<JobStore::BreakerRow>& breakers,
-               const std::vector<JobStore::NodeStatus>& nodes) {
+void PrintText(const std::vector<QueueStatus>& queues,
+               const std::vector<BreakerRow>& breakers,
+               const std::vector<NodeStatus>& nodes) {
   std::vector<std::vector<std::string>> table = {
       {"QUEUE", "AVAILABLE", "SCHEDULED", "EXECUTING", "PARKED", "LAG"}};
   for (const auto& q : queues) {
@@ -79,9 +79,9 @@ void PrintText(const std::vector<JobStore::QueueStatus>& queues,
   cli::PrintTable(table);
 }
 
-void PrintJson(const std::vector<JobStore::QueueStatus>& queues,
-               const std::vector<JobStore::BreakerRow>& breakers,
-               const std::vector<JobStore::NodeStatus>& nodes) {
+void PrintJson(const std::vector<QueueStatus>& queues,
+               const std::vector<BreakerRow>& breakers,
+               const std::vector<NodeStatus>& nodes) {
   nlohmann::ordered_json out;
   out["queues"] = nlohmann::ordered_json::array();
   for (const auto& q : queues) {

@@ -28,7 +28,7 @@ using cli::UsageError;
 const cli::SubcommandVerb& Verb();
 
 // The outcome line of a set-tier that found the tenant.
-std::string DescribeMove(const JobStore::TierMove& move, const std::string& tier) {
+std::string DescribeMove(const TierMove& move, const std::string& tier) {
   const int64_t moved = move.available + move.parked;
   const std::string counts = Deliveries(moved, "waiting") + " moved (" +
                              std::to_string(move.available) + " available, " +
@@ -63,7 +63,7 @@ int RunSetTier(const Subcommand& sub, std::span<const std::string_view> args) {
                           OneLine(tier) + "'");
   }
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::TierMove> move;
+    std::optional<TierMove> move;
     try {
       move = store.SetTenantTier(tenant, tier);
     } catch (const pqxx::foreign_key_violation&) {
@@ -123,7 +123,7 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
   if (words.positional.empty()) return UsageError(command, "missing TENANT");
   const std::string tenant(words.positional[0]);
   return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::TenantInfo> t = store.ShowTenant(tenant);
+    std::optional<TenantInfo> t = store.ShowTenant(tenant);
     if (!t) {
       std::cerr << command << ": no tenant named or numbered '" << OneLine(tenant) << "'\n";
       return kExitFailure;
