@@ -1,14 +1,14 @@
 // Endpoint answers end to end: a real `bulkhead run` node sending to the real mock provider
 // (load/mock, in this process, on loopback) against the throwaway PostgreSQL. What an
 // endpoint says — 429/503 with Retry-After, 410 Gone, a 3xx, a hostile body — and what the
-// queue does about it (QueueRunner, JobStore::SnoozeChannel, JobStore::DisableGone).
+// queue does about it (QueueRunner, ClaimStore::SnoozeChannel, ClaimStore::DisableGone).
 #include <gtest/gtest.h>
 
 #include <ctime>
 #include <thread>
 
+#include "claim_store.h"
 #include "cli.h"
-#include "job_store.h"
 #include "mock_provider.h"
 #include "node_process.h"
 #include "tenancy.h"
@@ -116,7 +116,7 @@ TEST_F(EndpointAnswersTest, SnoozeChannelOnlyLengthensAndLeavesOtherChannelsAndP
        std::to_string(first));
   Exec("UPDATE bulkhead.jobs SET state = 'parked', priority = 3 WHERE id = " +
        std::to_string(first + 1));
-  JobStore store(db());
+  ClaimStore store(db());
 
   EXPECT_EQ(store.SnoozeChannel(ch, 5000), 2);  // the two due ones; not the later, not parked
 
@@ -135,7 +135,7 @@ TEST_F(EndpointAnswersTest, SnoozeChannelOnlyLengthensAndLeavesOtherChannelsAndP
 TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
   int64_t ch = Channel("/hook/a");
   Enqueue(ch, 3);
-  JobStore store(db());
+  ClaimStore store(db());
   std::vector<ClaimedJob> claimed = store.Claim("default", 2, "node-x");
   ASSERT_EQ(claimed.size(), 2u);
 

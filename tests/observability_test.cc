@@ -21,9 +21,9 @@
 #include <thread>
 
 #include "database_test.h"
+#include "fleet_store.h"
 #include "http_get.h"
 #include "http_receiver.h"
-#include "job_store.h"
 #include "node_process.h"
 #include "tenancy.h"
 
@@ -300,7 +300,7 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   }
   Enqueue(ch, 5);
   pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
-  JobStore store(db());
+  FleetStore store(db());
   FleetCounts counts = store.SampleFleet();
   int64_t available = 0;
   for (const auto& c : counts.jobs) {

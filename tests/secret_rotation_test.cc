@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "all_stores.h"
 #include "cli.h"
 #include "http_get.h"
-#include "job_store.h"
 #include "mock_provider.h"
 #include "node_process.h"
 #include "tenancy.h"
@@ -32,6 +32,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::AllStores;
 using testing::CliTest;
 using testing::CommandResult;
 using testing::NodeProcess;
@@ -119,7 +120,7 @@ class SecretRotationTest : public CliTest {
 
 TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewestFirst) {
   int64_t ch = testing::CreateChannel(db(), tenant_);
-  JobStore store(db());
+  AllStores store(db());
   Enqueue(ch, 1);
   std::vector<ClaimedJob> jobs = store.Claim("default", 10, "node-a");
   ASSERT_EQ(jobs.size(), 1u);
@@ -164,7 +165,7 @@ TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewest
 
 TEST_F(SecretRotationTest, TheProbeClaimCarriesOldSecretsToo) {
   int64_t ch = testing::CreateChannel(db(), tenant_);
-  JobStore store(db());
+  AllStores store(db());
   const std::string first = Secret(ch);
   SecretRotation r = store.RotateSecret(ch, "", 3600);
   Enqueue(ch, 3);
@@ -180,7 +181,7 @@ TEST_F(SecretRotationTest, TheProbeClaimCarriesOldSecretsToo) {
 TEST_F(SecretRotationTest, ThePruneClearsTheGateOnlyOnceItsTimeHasPassed) {
   int64_t a = testing::CreateChannel(db(), tenant_);
   int64_t b = testing::CreateChannel(db(), tenant_);
-  JobStore store(db());
+  AllStores store(db());
   store.RotateSecret(a, "", 3600);
   store.RotateSecret(b, "", 3600);
   // a: everything past; b: its row past, but the gate still ahead (as after a rotation that

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "admin_channel_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 
 namespace bulkhead {
 namespace {
@@ -75,9 +75,7 @@ std::string ProbeText(const BreakerRow& row) {
 
 // The reason as shown: only while the breaker is not closed (a closed breaker keeps the reason
 // of its last opening in the row, which would read as the reason it is listed).
-std::string ShownReason(const BreakerRow& row) {
-  return row.state == "closed" ? "" : row.reason;
-}
+std::string ShownReason(const BreakerRow& row) { return row.state == "closed" ? "" : row.reason; }
 
 }  // namespace
 
@@ -126,7 +124,7 @@ std::string ParkedDeliveries(int64_t n) {
 
 int Reset(int64_t channel, const cli::Words& words) {
   constexpr std::string_view kCommand = "bulkhead breaker reset";
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(kCommand, words, [&](AdminChannelStore& store) {
     std::optional<ChannelChange> change = store.ResetBreaker(channel);
     if (!change) {
       std::cerr << kCommand << ": no channel with id " << channel << "\n";
@@ -167,7 +165,7 @@ int RunBreakersCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kBreakersUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(kCommand, words, [&](AdminChannelStore& store) {
     std::vector<BreakerRow> rows = store.ListBreakers();
     if (words.Has("--json")) {
       std::cout << BreakersJson(rows).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)

@@ -130,7 +130,7 @@ void BreakerKeeper::Count(const std::string& tier, std::string_view to, int64_t 
 bool BreakerKeeper::Execute(const Request& request) {
   const TierOptions tier = Tier(request.tier);
   try {
-    JobStore& store = store_.Get();
+    BreakerStore& store = store_.Get();
     if (request.kind == Request::kOpen) {
       BreakerTransition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
       if (t.done) {

@@ -8,9 +8,9 @@
 #include <string>
 #include <variant>
 
+#include "admin_channel_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 #include "webhook_signature.h"
 #include "webhook_url.h"
 
@@ -47,7 +47,7 @@ int NoSuchChannel(const std::string& command, int64_t channel) {
 }
 
 // The channel's row in `bulkhead breakers`, if it has one (breaker not closed, or paused).
-std::optional<BreakerRow> FindBreakerRow(JobStore& store, int64_t channel) {
+std::optional<BreakerRow> FindBreakerRow(AdminChannelStore& store, int64_t channel) {
   for (auto& row : store.ListBreakers()) {
     if (row.channel == channel) return std::move(row);
   }
@@ -60,7 +60,7 @@ int RunPause(const Subcommand& sub, std::span<const std::string_view> args) {
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<ChannelChange> change = store.PauseChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     std::cout << "channel " << channel;
@@ -86,7 +86,7 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<ChannelChange> change = store.ResumeChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     const bool was_paused = change->before == "paused";
@@ -132,7 +132,7 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
                            "--url must be an http:// or https:// URL without spaces, not '" +
                                cli::OneLine(*url) + "'");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<NewChannel> added = store.AddChannel(*tenant, *url);
     if (!added) {
       std::cerr << command << ": no tenant named or numbered '" << cli::OneLine(*tenant) << "'\n";
@@ -159,7 +159,7 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
     return cli::UsageError(command, "CHANNEL must be a positive integer (a channel id), not '" +
                                         cli::OneLine(words.positional[0]) + "'");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<ChannelInfo> c = store.ShowChannel(*channel);
     if (!c) return NoSuchChannel(command, *channel);
     if (words.Has("--json")) {
@@ -234,7 +234,7 @@ int RunDisable(const Subcommand& sub, std::span<const std::string_view> args) {
   if (reason->empty() || reason->size() > 500) {
     return cli::UsageError(command, "--reason must be 1 to 500 characters");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<ChannelChange> change = store.DisableChannel(*channel, *reason);
     if (!change) return NoSuchChannel(command, *channel);
     std::cout << "channel " << *channel
@@ -252,7 +252,7 @@ int RunEnable(const Subcommand& sub, std::span<const std::string_view> args) {
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<ChannelChange> change = store.EnableChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     std::cout << "channel " << channel
@@ -341,7 +341,7 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
     }
     keep_s = *parsed_keep;
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
     if (r.outcome == SecretRotation::kNoSuchChannel) {
       return NoSuchChannel(command, *channel);

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "admin_jobs_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 
 namespace bulkhead {
 namespace {
@@ -192,7 +192,8 @@ std::string Jobs(int64_t n, std::string_view adjective) {
 }
 
 // Why a job given by --id was not changed; exit 1.
-int NotChanged(std::string_view command, JobStore& store, int64_t id, std::string_view wanted) {
+int NotChanged(std::string_view command, AdminJobsStore& store, int64_t id,
+               std::string_view wanted) {
   std::optional<JobState> job = store.FindJob(id);
   std::cerr << command << ": ";
   if (!job) {
@@ -239,7 +240,7 @@ int RunJobsCommand(std::span<const std::string_view> args) {
       cli::ParseLimit(kCommand, words, "--limit", kJobsDefaultLimit, kJobsMaxLimit);
   if (!limit) return kExitUsage;
   filter.limit = *limit;
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
+  return cli::WithStore<AdminJobsStore>(kCommand, words, [&](AdminJobsStore& store) {
     std::vector<JobRow> rows = store.ListJobs(filter);
     if (words.Has("--json")) {
       PrintJobsJson(rows);
@@ -267,7 +268,7 @@ int RunReplayCommand(std::span<const std::string_view> args) {
   const cli::Words& words = std::get<cli::Words>(parsed);
   JobSelector selector;
   if (!TakeSelector(kCommand, words, true, &selector)) return kExitUsage;
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
+  return cli::WithStore<AdminJobsStore>(kCommand, words, [&](AdminJobsStore& store) {
     BulkChange change = store.Replay(selector);
     if (change.jobs == 0 && selector.id) {
       return NotChanged(kCommand, store, *selector.id, "discarded");
@@ -300,7 +301,7 @@ int RunCancelCommand(std::span<const std::string_view> args) {
   const cli::Words& words = std::get<cli::Words>(parsed);
   JobSelector selector;
   if (!TakeSelector(kCommand, words, false, &selector)) return kExitUsage;
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
+  return cli::WithStore<AdminJobsStore>(kCommand, words, [&](AdminJobsStore& store) {
     BulkChange change = store.Cancel(selector);
     if (change.jobs == 0 && selector.id) {
       return NotChanged(kCommand, store, *selector.id, "waiting");

@@ -75,7 +75,7 @@ void Maintenance::Run() {
 }
 
 void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
-  JobStore& store = store_.Get();
+  FleetStore& store = store_.Get();
   if (now >= next_rescue_) {
     next_rescue_ = now + options_.rescue_every;
     Rescue rescue = store.RescueLost();

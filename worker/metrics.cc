@@ -342,8 +342,8 @@ void Metrics::RefreshProcess() {
   resident_bytes_->Set(ResidentBytes());
   open_fds_->Set(OpenFds());
   // The connections' totals are process-wide atomics (StoreConnection): mirror their growth.
-  uint64_t reconnects = StoreConnection::reconnects();
-  uint64_t errors = StoreConnection::errors();
+  uint64_t reconnects = StoreConnections::reconnects();
+  uint64_t errors = StoreConnections::errors();
   if (reconnects > reconnects_seen_) {
     reconnects_->Increment(static_cast<double>(reconnects - reconnects_seen_));
     reconnects_seen_ = reconnects;

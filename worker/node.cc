@@ -14,8 +14,8 @@
 #include "breaker_keeper.h"
 #include "completion_writer.h"
 #include "exit_codes.h"
+#include "fleet_store.h"
 #include "http_sender.h"
-#include "job_store.h"
 #include "logger.h"
 #include "maintenance.h"
 #include "metrics.h"
@@ -120,7 +120,7 @@ int Node::Run() {
   Metrics metrics(kVersion);
   Metrics* record = recording ? &metrics : nullptr;
 
-  StoreConnection store(database_);
+  StoreConnection<FleetStore> store(database_);
   try {
     pqxx::connection conn(database_);
     Migrator migrator(conn, EmbeddedMigrations());

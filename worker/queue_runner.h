@@ -42,7 +42,7 @@
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)), and the runner
 // pushes the channel's waiting jobs to no earlier than the same time, in one statement, at
 // most once a second per channel (a later, longer ask within the second waits for the next).
-// A 410 Gone disables the channel: the runner runs JobStore::DisableGone (channel disabled and
+// A 410 Gone disables the channel: the runner runs ClaimStore::DisableGone (channel disabled and
 // paused, its backlog and the answering job parked) instead of handing the result to the
 // writer. Both run on the runner thread, between claims, from what the I/O thread queued.
 //
@@ -56,7 +56,7 @@
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
-// Threads. The runner thread owns the database connection (JobStore) and claims. Result
+// Threads. The runner thread owns the database connection (ClaimStore) and claims. Result
 // callbacks run on the sender's I/O thread: they compute the result and its retry delay, hand
 // it to the writer (and the breaker's board or keeper) and free the slot. Wake(),
 // Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
@@ -76,10 +76,10 @@
 
 #include "breaker_keeper.h"
 #include "cap_ledger.h"
+#include "claim_store.h"
 #include "completion_writer.h"
 #include "config.h"
 #include "http_sender.h"
-#include "job_store.h"
 #include "logger.h"
 #include "metrics.h"
 #include "retry_policy.h"
@@ -212,7 +212,7 @@ class QueueRunner {
   bool stop_ = false;
 
   // Only touched by the runner thread (and by HandBackInFlight() after it has ended).
-  StoreConnection store_;
+  StoreConnection<ClaimStore> store_;
   // When each channel's waiting jobs were last snoozed: at most once a second each.
   std::unordered_map<int64_t, std::chrono::steady_clock::time_point> snoozed_at_;
 
