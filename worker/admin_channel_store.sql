@@ -21,7 +21,7 @@ SELECT ch.id AS channel, t.name AS tenant, t.tier, ch.breaker_state AS state, ch
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
          AS parked
   FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
- WHERE ch.breaker_state <> 'closed' OR ch.paused
+ WHERE NOT {{flowing}}
  ORDER BY ch.breaker_state = 'closed', ch.breaker_changed_at, ch.id
 
 -- name: ResetBreaker
@@ -42,17 +42,12 @@ WITH before AS (
    WHERE ch.id = before.id
   RETURNING ch.id, ch.paused
 ), unparked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'available'
-    FROM reset
-   WHERE j.channel_id = reset.id AND j.state = 'parked' AND NOT reset.paused
-  RETURNING j.queue
+  {{unpark_backlog(reset, NOT reset.paused)}}
 )
 SELECT before.breaker_state AS before,
        (SELECT count(*) FROM unparked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' closed')) FROM reset) AS notified,
-       (SELECT count(pg_notify('bulkhead_jobs', queue))
-          FROM (SELECT DISTINCT queue FROM unparked) AS woken) AS woken
+       {{wake_queues(unparked)}} AS woken
   FROM before
 
 -- name: PauseChannel
@@ -65,11 +60,7 @@ WITH before AS (
   UPDATE bulkhead.channels AS ch SET paused = true FROM before WHERE ch.id = before.id
   RETURNING ch.id
 ), parked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-    FROM paused
-   WHERE j.channel_id = paused.id AND j.state = 'available'
-  RETURNING 1
+  {{park_backlog(paused)}}
 )
 SELECT before.paused AS before, (SELECT count(*) FROM parked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' paused')) FROM paused) AS notified
@@ -85,16 +76,11 @@ WITH before AS (
   UPDATE bulkhead.channels AS ch SET paused = false FROM before WHERE ch.id = before.id
   RETURNING ch.id, ch.breaker_state
 ), unparked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'available'
-    FROM resumed
-   WHERE j.channel_id = resumed.id AND j.state = 'parked' AND resumed.breaker_state = 'closed'
-  RETURNING j.queue
+  {{unpark_backlog(resumed, resumed.breaker_state = 'closed')}}
 )
 SELECT before.paused AS before, (SELECT count(*) FROM unparked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' resumed')) FROM resumed) AS notified,
-       (SELECT count(pg_notify('bulkhead_jobs', queue))
-          FROM (SELECT DISTINCT queue FROM unparked) AS woken) AS woken
+       {{wake_queues(unparked)}} AS woken
   FROM before
 
 -- name: DisableChannel
@@ -110,11 +96,7 @@ WITH before AS (
     FROM before WHERE ch.id = before.id
   RETURNING ch.id
 ), parked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-    FROM disabled
-   WHERE j.channel_id = disabled.id AND j.state = 'available'
-  RETURNING 1
+  {{park_backlog(disabled)}}
 )
 SELECT before.enabled AS before, (SELECT count(*) FROM parked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' paused')) FROM disabled) AS notified

@@ -92,7 +92,7 @@ WITH picked AS (
      SET state = CASE WHEN flow.ok THEN 'available' ELSE 'parked' END,
          priority = 3, attempt = 0, finished_at = NULL, scheduled_at = now(), queue = t.tier
     FROM chosen, bulkhead.channels AS ch, bulkhead.tenants AS t,
-         LATERAL (SELECT ch.breaker_state = 'closed' AND NOT ch.paused) AS flow(ok)
+         LATERAL (SELECT {{flowing}}) AS flow(ok)
    WHERE j.id = chosen.id AND ch.id = j.channel_id AND t.id = j.tenant_id
   RETURNING j.state, j.queue
 )

@@ -31,11 +31,7 @@ WITH opened AS (
    WHERE id = $1 AND breaker_state = 'closed'
   RETURNING id
 ), parked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-    FROM opened
-   WHERE j.channel_id = opened.id AND j.state = 'available'
-  RETURNING 1
+  {{park_backlog(opened)}}
 )
 SELECT (SELECT count(*) FROM opened) AS done,
        (SELECT count(*) FROM parked) AS jobs,
@@ -54,17 +50,12 @@ WITH closed AS (
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
   RETURNING id, paused
 ), unparked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'available'
-    FROM closed
-   WHERE j.channel_id = closed.id AND j.state = 'parked' AND NOT closed.paused
-  RETURNING j.queue
+  {{unpark_backlog(closed, NOT closed.paused)}}
 )
 SELECT (SELECT count(*) FROM closed) AS done,
        (SELECT count(*) FROM unparked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' closed')) FROM closed) AS notified,
-       (SELECT count(pg_notify('bulkhead_jobs', queue))
-          FROM (SELECT DISTINCT queue FROM unparked) AS woken) AS woken
+       {{wake_queues(unparked)}} AS woken
 
 -- name: ReopenBreaker
 -- half_open → open for channel $1 after probe job $2 failed, with the grown cooldown.
@@ -78,11 +69,7 @@ WITH reopened AS (
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
   RETURNING id
 ), parked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-    FROM reopened
-   WHERE j.channel_id = reopened.id AND j.state = 'available'
-  RETURNING 1
+  {{park_backlog(reopened)}}
 )
 SELECT (SELECT count(*) FROM reopened) AS done,
        (SELECT count(*) FROM parked) AS jobs,

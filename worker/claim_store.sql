@@ -17,6 +17,30 @@ CASE WHEN claimed.old_secrets_until > now() THEN
      FROM bulkhead.channel_secrets s
     WHERE s.channel_id = claimed.channel_id AND s.expires_at > now()) END
 
+-- fragment: claim_window(priority, gate)
+-- One of the claim's three scans (see Claim): the due available jobs of queue $1 at
+-- `priority`, read in order from jobs_claim through a window of at most $2 + 1000 rows that
+-- also pass `gate`, each locked through the primary key (FOR UPDATE SKIP LOCKED) in a LATERAL.
+-- The statement adds what it leaves out after the window, and the LIMIT.
+SELECT d.*
+    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
+             AND k.scheduled_at <= now()
+             AND {{gate}}
+           ORDER BY k.scheduled_at, k.id
+           LIMIT $2 + 1000) AS w
+   CROSS JOIN LATERAL (
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+           FROM bulkhead.jobs j
+          WHERE j.id = w.id AND j.state = 'available'
+            FOR UPDATE SKIP LOCKED) AS d
+
+-- fragment: uncapped(row)
+-- The claim's caps: `row`'s channel and tenant are not among those this node runs at their cap
+-- (the CTEs flying and tenant_flying, from $4–$7, against the caps $8 and $9).
+{{row}}.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+             AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
+
 -- name: Claim
 -- Claims up to $2 due jobs of queue $1 for node $3 within the caps ($4–$10); parks those of a channel not flowing.
 -- The heart of the queue.
@@ -66,50 +90,15 @@ WITH flying AS (
 ), tenant_flying AS (
   SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), fresh AS (
-  SELECT d.*
-    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
-           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 1
-             AND k.scheduled_at <= now()
-             AND k.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
-             AND k.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
-           ORDER BY k.scheduled_at, k.id
-           LIMIT $2 + 1000) AS w
-   CROSS JOIN LATERAL (
-         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
-           FROM bulkhead.jobs j
-          WHERE j.id = w.id AND j.state = 'available'
-            FOR UPDATE SKIP LOCKED) AS d
+  {{claim_window(1, {{uncapped(k)}})}}
    LIMIT $2
 ), demoted AS (
-  SELECT d.*
-    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
-           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 2
-             AND k.scheduled_at <= now() AND (SELECT count(*) FROM fresh) < $2
-           ORDER BY k.scheduled_at, k.id
-           LIMIT $2 + 1000) AS w
-   CROSS JOIN LATERAL (
-         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
-           FROM bulkhead.jobs j
-          WHERE j.id = w.id AND j.state = 'available'
-            FOR UPDATE SKIP LOCKED) AS d
-   WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
-     AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
+  {{claim_window(2, (SELECT count(*) FROM fresh) < $2)}}
+   WHERE {{uncapped(w)}}
    LIMIT $2
 ), unparked AS (
-  SELECT d.*
-    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
-           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = 3
-             AND k.scheduled_at <= now()
-             AND (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2
-           ORDER BY k.scheduled_at, k.id
-           LIMIT $2 + 1000) AS w
-   CROSS JOIN LATERAL (
-         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
-           FROM bulkhead.jobs j
-          WHERE j.id = w.id AND j.state = 'available'
-            FOR UPDATE SKIP LOCKED) AS d
-   WHERE w.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
-     AND w.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
+  {{claim_window(3, (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2)}}
+   WHERE {{uncapped(w)}}
    LIMIT $2
 ), refill AS (
   SELECT next.*
@@ -149,7 +138,7 @@ WITH flying AS (
          attempted_at = CASE WHEN flow.ok THEN now() ELSE j.attempted_at END,
          attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
     FROM picked, bulkhead.channels AS ch,
-         LATERAL (SELECT ch.breaker_state = 'closed' AND NOT ch.paused) AS flow(ok)
+         LATERAL (SELECT {{flowing}}) AS flow(ok)
    WHERE j.id = picked.id AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
             ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until
@@ -280,11 +269,7 @@ WITH before AS (
      AND j.attempted_by = $4::text AND j.attempt = $3::int
   RETURNING 1
 ), parked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-    FROM disabled
-   WHERE j.channel_id = disabled.id AND j.state = 'available'
-  RETURNING 1
+  {{park_backlog(disabled)}}
 )
 SELECT before.enabled AS was_enabled,
        (SELECT count(*) FROM parked) + (SELECT count(*) FROM answered) AS jobs,

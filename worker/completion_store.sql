@@ -22,10 +22,10 @@
 UPDATE bulkhead.jobs AS j
    SET state = CASE WHEN r.delivered THEN 'completed'
                     WHEN j.attempt >= j.max_attempts OR r.permanent THEN 'discarded'
-                    WHEN ch.breaker_state <> 'closed' OR ch.paused THEN 'parked'
+                    WHEN NOT {{flowing}} THEN 'parked'
                     ELSE 'available' END,
        priority = CASE WHEN NOT r.delivered AND NOT r.permanent AND j.attempt < j.max_attempts
-                            AND (ch.breaker_state <> 'closed' OR ch.paused) THEN 3
+                            AND NOT {{flowing}} THEN 3
                        ELSE j.priority END,
        queue = CASE WHEN NOT r.delivered AND NOT r.permanent AND j.attempt < j.max_attempts
                     THEN t.tier

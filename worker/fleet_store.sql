@@ -93,10 +93,10 @@ WITH RECURSIVE owner(name) AS (
 ), rescued AS (
   UPDATE bulkhead.jobs AS j
      SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded'
-                      WHEN ch.breaker_state <> 'closed' OR ch.paused THEN 'parked'
+                      WHEN NOT {{flowing}} THEN 'parked'
                       ELSE 'available' END,
          priority = CASE WHEN j.attempt < j.max_attempts
-                              AND (ch.breaker_state <> 'closed' OR ch.paused) THEN 3
+                              AND NOT {{flowing}} THEN 3
                          ELSE j.priority END,
          finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
          scheduled_at = CASE WHEN j.attempt >= j.max_attempts THEN j.scheduled_at ELSE now() END,
@@ -191,19 +191,14 @@ WITH RECURSIVE parked_channel(id) AS (
 ), stranded AS (
   SELECT ch.id
     FROM parked_channel p JOIN bulkhead.channels ch ON ch.id = p.id
-   WHERE ch.breaker_state = 'closed' AND NOT ch.paused
+   WHERE {{flowing}}
      FOR NO KEY UPDATE OF ch SKIP LOCKED
 ), unparked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'available'
-    FROM stranded
-   WHERE j.channel_id = stranded.id AND j.state = 'parked'
-  RETURNING j.channel_id, j.queue
+  {{unpark_backlog(stranded, true)}}
 )
 SELECT (SELECT count(*) FROM unparked) AS jobs,
        (SELECT count(DISTINCT channel_id) FROM unparked) AS channels,
-       (SELECT count(pg_notify('bulkhead_jobs', queue))
-          FROM (SELECT DISTINCT queue FROM unparked) AS woken) AS woken
+       {{wake_queues(unparked)}} AS woken
 
 -- name: SampleJobs
 -- Jobs per tier × available, scheduled, parked, executing.
