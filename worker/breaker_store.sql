@@ -17,7 +17,8 @@
 -- fragment: grown_cooldown(base, cap)
 -- The cooldown after the n-th opening in a row: base × 2^(n−1), at most the cap. `base` and
 -- `cap` are in ms; `breaker_trips` is the count before this opening.
-least({{base}}::float8 * power(2, least(breaker_trips, 40)), {{cap}}::float8) * interval '1 millisecond'
+least({{base}}::float8 * power(2, least(breaker_trips, 40)), {{cap}}::float8)
+  * interval '1 millisecond'
 
 -- name: OpenBreaker
 -- closed → open for channel $1, parking its waiting backlog; the probe may go after $2 ms.

@@ -1,6 +1,6 @@
 -- The claim store's statements: what a queue runner runs (worker/claim_store.h). Each entry is
 -- `-- name: Name`, a one-line contract, the reasons for its shape, and its SQL; the build embeds
--- them (worker/CMakeLists.txt) and ClaimStore prepares them under their snake_case names
+-- them (worker/named_queries.cmake) and ClaimStore prepares them under their snake_case names
 -- (Claim → claim). `{{name}}` and `{{name(args)}}` are fragments (`-- fragment: name`, here or
 -- in sql_fragments.sql), substituted at configure time.
 
@@ -42,7 +42,7 @@ SELECT d.*
              AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
 
 -- name: Claim
--- Claims up to $2 due jobs of queue $1 for node $3 within the caps ($4–$10); parks those of a channel not flowing.
+-- Claims up to $2 due jobs of queue $1 for node $3 within the caps; parks those not flowing.
 -- The heart of the queue.
 --
 -- - One statement, one round trip: it picks and locks, marks the jobs executing with attempt + 1,
@@ -153,7 +153,7 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
  ORDER BY priority, scheduled_at, id
 
 -- name: ClaimProbes
--- open → half_open for up to $2 cooled-down channels of queue $1, each with its oldest due parked job claimed by $3 as the probe.
+-- open → half_open for up to $2 cooled-down channels of queue $1; node $3 claims each probe.
 -- Open → half_open for channels of this queue whose cooldown is over, each with
 -- its oldest due parked job claimed by this node as the probe. FOR UPDATE SKIP LOCKED on the
 -- channel row makes the probe fleet-wide: two nodes looking at once take different channels
@@ -233,7 +233,7 @@ UPDATE bulkhead.jobs
    AND scheduled_at < now() + $2 * interval '1 millisecond'
 
 -- name: DisableGone
--- Disables and pauses channel $1 after job $2 (attempt $3, node $4) got 410 Gone, parking its backlog and that job.
+-- Disables and pauses channel $1 after job $2 got 410 Gone; parks its backlog and that job.
 -- An endpoint answered 410 Gone: the channel is disabled (enqueue refuses it
 -- from now on, SQLSTATE 55000 with the reason) and paused, exactly as `bulkhead channel
 -- disable` does, and in the same statement its waiting backlog is parked and so is the job

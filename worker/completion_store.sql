@@ -2,7 +2,7 @@
 -- Format: see claim_store.sql.
 
 -- name: Record
--- Writes the batch $1 of results for jobs node $2 still owns at their attempt; stale results change nothing.
+-- Writes the results $1 of jobs node $2 still owns at their attempt; stale ones change nothing.
 -- One statement for a whole batch of results.
 --
 -- The WHERE is the fence: a node finishes a job only while it is still `executing`, claimed by

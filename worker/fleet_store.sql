@@ -65,7 +65,7 @@ SELECT count(pg_terminate_backend(a.pid)) AS deposed
                       AND n.lease_until > now())
 
 -- name: RescueLost
--- Returns the executing jobs of nodes whose lease ran out (and of node $1) to the queue, or discards them.
+-- Returns to the queue (or discards) the jobs of nodes whose lease ran out, and of node $1.
 -- Jobs `executing` under a node whose lease has run out (or that has no row at
 -- all, or that is $1: a node starting under the name of its previous, dead self) go back to
 -- the queue: `available` at once, keeping the attempt they spent — the request
