@@ -1,5 +1,5 @@
 // bulkhead-breaker-bench: measures the circuit breaker on this machine, with a real PostgreSQL,
-// the real `bulkhead run` binary (dead) and JobStore's own statements (park, claim). Run it
+// the real `bulkhead run` binary (dead) and the stores' own statements (park, claim). Run it
 // through load/breaker_bench.sh, which starts an embedded PostgreSQL and builds.
 //
 //   dead   one tenant on tier `default`, one channel to a loopback path that accepts requests
@@ -16,10 +16,10 @@
 //          s timeout) and in all, the most deliveries in flight, and the per-second timeline.
 //          Watches for --seconds (15) or until the backlog is parked, whichever is later.
 //   park   --jobs (100000) available jobs of one channel (enqueue_many, 1,000 per call),
-//          VACUUM ANALYZE, then per round (--rounds, 5): JobStore::OpenBreaker (the park in
-//          one statement), VACUUM ANALYZE, JobStore::ResetBreaker (the unpark), VACUUM ANALYZE.
-//          Prints each round and the median and range of both, in ms.
-//   claim  JobStore::Claim("default", 10, …) until --available (5000) jobs of a healthy
+//          VACUUM ANALYZE, then per round (--rounds, 5): BreakerStore::OpenBreaker (the park in
+//          one statement), VACUUM ANALYZE, AdminChannelStore::ResetBreaker (the unpark), VACUUM
+//          ANALYZE. Prints each round and the median and range of both, in ms.
+//   claim  ClaimStore::Claim("default", 10, …) until --available (5000) jobs of a healthy
 //          channel are drained, timing each claim, in three schemas side by side:
 //          (a) nothing else in bulkhead.jobs; (b) plus --extra (1000000) `parked` jobs of
 //          another channel in the same queue; (c) plus as many `completed` jobs instead.
@@ -54,8 +54,10 @@
 #include <thread>
 #include <vector>
 
+#include "admin_channel_store.h"
+#include "breaker_store.h"
+#include "claim_store.h"
 #include "http_receiver.h"
-#include "job_store.h"
 #include "node_process.h"
 #include "process_usage.h"
 #include "schema_reset.h"
@@ -63,7 +65,7 @@
 
 namespace {
 
-using bulkhead::JobStore;
+using bulkhead::BreakerTransition;
 using bulkhead::testing::HttpReceiver;
 using bulkhead::testing::LoadAverage;
 using bulkhead::testing::LoopbackNetworks;
@@ -437,7 +439,8 @@ int Park(const Args& args) {
   EnqueueMany(conn, channel.id, args.jobs);
   double fill_s = Seconds(Clock::now() - fill_start);
   Sql(conn, "VACUUM ANALYZE bulkhead.jobs");
-  JobStore store(conn);
+  bulkhead::BreakerStore breakers(conn);
+  bulkhead::AdminChannelStore admin(conn);
 
   std::printf(
       "park: %d available jobs of one channel (enqueued in %.1f s with enqueue_many), "
@@ -447,7 +450,7 @@ int Park(const Args& args) {
   std::vector<double> park_ms, unpark_ms;
   for (int r = 1; r <= args.rounds; ++r) {
     auto start = Clock::now();
-    JobStore::Transition opened = store.OpenBreaker(channel.id, 30000, "bench");
+    BreakerTransition opened = breakers.OpenBreaker(channel.id, 30000, "bench");
     park_ms.push_back(Millis(Clock::now() - start));
     if (!opened.done || opened.jobs != args.jobs) {
       std::cerr << "OpenBreaker parked " << opened.jobs << " of " << args.jobs << "\n";
@@ -455,7 +458,7 @@ int Park(const Args& args) {
     }
     Sql(conn, "VACUUM ANALYZE bulkhead.jobs");
     start = Clock::now();
-    auto reset = store.ResetBreaker(channel.id);
+    auto reset = admin.ResetBreaker(channel.id);
     unpark_ms.push_back(Millis(Clock::now() - start));
     if (!reset || reset->before != "open" || reset->jobs != args.jobs) {
       std::cerr << "ResetBreaker unparked " << (reset ? reset->jobs : -1) << " of " << args.jobs
@@ -486,7 +489,7 @@ struct ClaimCase {
   std::string extra_state;  // "", "parked" or "completed"
   std::string dbname;
   std::unique_ptr<pqxx::connection> conn;
-  std::unique_ptr<JobStore> store;
+  std::unique_ptr<bulkhead::ClaimStore> store;
   Channel healthy;
   int claimed = 0;                // in the current drain
   std::vector<double> drain_us;   // the current drain's claims
@@ -539,7 +542,7 @@ void SetUpClaimCase(const Args& args, pqxx::connection& admin, ClaimCase& c) {
         other.tenant, other.id, c.extra_state, args.extra);
     tx.commit();
   }
-  c.store = std::make_unique<JobStore>(*c.conn);
+  c.store = std::make_unique<bulkhead::ClaimStore>(*c.conn);
 }
 
 // One claim of `c`, halfway through the first drain, explained and rolled back.
@@ -605,7 +608,7 @@ int Claim(const Args& args) {
   }
 
   std::printf(
-      "claim: JobStore::Claim(\"default\", 10) until %d available jobs are drained, "
+      "claim: ClaimStore::Claim(\"default\", 10) until %d available jobs are drained, "
       "%d drains; three databases side by side, claims taking turns; (b) and (c) hold "
       "%d more rows of another channel in the same queue\n",
       args.available, args.drains, args.extra);

@@ -14,7 +14,7 @@
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
 # socket only), and runs build/bin/bulkhead-breaker-bench. `dead` starts a real `bulkhead run`
 # node with tiers/default.json's settings against a loopback receiver that never answers;
-# `park` and `claim` time JobStore's statements from C++ (`claim` in breaker_bench_claim_a, _b
+# `park` and `claim` time the stores' statements from C++ (`claim` in breaker_bench_claim_a, _b
 # and _c, which it drops at the end). These are 2-core machines: the node, PostgreSQL and the
 # receiver share them, so read figures as this machine's, not a server's.
 set -euo pipefail

@@ -1,17 +1,18 @@
-// The breaker's statements (JobStore) against real PostgreSQL: parking and unparking in one
+// The breaker's statements (the stores) against real PostgreSQL: parking and unparking in one
 // statement, compare-and-set transitions, one probe per cooldown fleet-wide, the enqueue and
 // claim paths behind an open breaker, pausing, and the parked reconciler.
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "all_stores.h"
 #include "database_test.h"
-#include "job_store.h"
 #include "tenancy.h"
 
 namespace bulkhead {
 namespace {
 
+using testing::AllStores;
 using testing::DatabaseTest;
 using testing::QueryValue;
 
@@ -63,7 +64,7 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
   Enqueue(channel_, 10000);
   Enqueue(channel_, 5, "now() + interval '1 hour'");  // retries waiting: parked too
   Enqueue(other_, 3);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_EQ(store.Claim("default", 2, "node-a").size(), 2u);  // in flight: stays executing
   Exec(
       "UPDATE bulkhead.jobs SET priority = 2 WHERE id IN (SELECT id FROM bulkhead.jobs "
@@ -71,9 +72,9 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
 
   Exec("CREATE EXTENSION pg_stat_statements");
   auto counter = Connect();  // count only what the store's connection runs
-  JobStore open_store(*counter);
+  AllStores open_store(*counter);
   Exec("SELECT pg_stat_statements_reset()");
-  JobStore::Transition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row");
+  BreakerTransition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row");
   // Exactly one statement ran besides BEGIN and COMMIT: the state change and the park together.
   EXPECT_EQ(
       QueryValue<std::string>(db(),
@@ -101,8 +102,8 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
 TEST_F(BreakerStoreTest, OnlyOneOfTwoNodesOpensTheBreaker) {
   Enqueue(channel_, 50);
   auto other = Connect();
-  JobStore a(db()), b(*other);
-  JobStore::Transition first, second;
+  AllStores a(db()), b(*other);
+  BreakerTransition first, second;
   std::thread t([&] { first = a.OpenBreaker(channel_, 30000, "a"); });
   second = b.OpenBreaker(channel_, 30000, "b");
   t.join();
@@ -122,7 +123,7 @@ TEST_F(BreakerStoreTest, OpeningNotifiesTheFleet) {
     void operator()(const std::string& payload, int) override { out_.push_back(payload); }
     std::vector<std::string>& out_;
   } receiver(*listener, payloads);
-  JobStore store(db());
+  AllStores store(db());
   store.OpenBreaker(channel_, 30000, "x");
   store.OpenBreaker(channel_, 30000, "x");  // not made twice, not announced twice
   listener->await_notification(5, 0);
@@ -131,7 +132,7 @@ TEST_F(BreakerStoreTest, OpeningNotifiesTheFleet) {
 }
 
 TEST_F(BreakerStoreTest, WhileOpenEnqueueInsertsParkedAndClaimTakesNothing) {
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   Enqueue(channel_, 20);
   Enqueue(other_, 2);
@@ -148,7 +149,7 @@ TEST_F(BreakerStoreTest, AClaimParksAJobThatSlippedInAsAvailableBehindAnOpenBrea
       "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
       "interval '30 s' WHERE id = " +
       std::to_string(channel_));
-  JobStore store(db());
+  AllStores store(db());
   int parked = -1;
   EXPECT_TRUE(store.Claim("default", 10, "node-a", &parked).empty());
   EXPECT_EQ(parked, 3);
@@ -162,7 +163,7 @@ TEST_F(BreakerStoreTest, JobsThatSlippedInBehindAnOpenBreakerAreParkedWithoutACl
       "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
       "interval '30 s' WHERE id = " +
       std::to_string(channel_));
-  JobStore store(db());
+  AllStores store(db());
   EXPECT_EQ(store.ParkBehindOpenBreakers(), (std::pair<int64_t, int64_t>{4, 1}));
   EXPECT_EQ(Count(channel_, "parked", " AND priority = 3 AND attempt = 0"), 4);
   EXPECT_EQ(Count(other_, "available"), 2);
@@ -171,7 +172,7 @@ TEST_F(BreakerStoreTest, JobsThatSlippedInBehindAnOpenBreakerAreParkedWithoutACl
 
 TEST_F(BreakerStoreTest, AFailedAttemptOfAnOpenChannelIsParkedWithoutMoreAttempts) {
   Enqueue(channel_, 2);
-  JobStore store(db());
+  AllStores store(db());
   auto jobs = store.Claim("default", 2, "node-a");
   ASSERT_EQ(jobs.size(), 2u);
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
@@ -186,13 +187,13 @@ TEST_F(BreakerStoreTest, AFailedAttemptOfAnOpenChannelIsParkedWithoutMoreAttempt
 
 TEST_F(BreakerStoreTest, OneProbeFleetWideAfterTheCooldown) {
   Enqueue(channel_, 10);
-  JobStore a(db());
+  AllStores a(db());
   ASSERT_TRUE(a.OpenBreaker(channel_, 30000, "x").done);
   EXPECT_TRUE(a.ClaimProbes("default", 5, "node-a", 15000).empty());  // cooling down
   CooldownOver(channel_);
 
   auto other = Connect();
-  JobStore b(*other);
+  AllStores b(*other);
   std::vector<ClaimedJob> probes_a, probes_b;
   std::thread t([&] { probes_a = a.ClaimProbes("default", 5, "node-a", 15000); });
   probes_b = b.ClaimProbes("default", 5, "node-b", 15000);
@@ -212,7 +213,7 @@ TEST_F(BreakerStoreTest, OneProbeFleetWideAfterTheCooldown) {
 }
 
 TEST_F(BreakerStoreTest, AnOpenChannelWithNothingParkedWaitsForADeliveryToProbeWith) {
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   CooldownOver(channel_);
   EXPECT_TRUE(store.ClaimProbes("default", 5, "node-a", 15000).empty());
@@ -223,14 +224,14 @@ TEST_F(BreakerStoreTest, AnOpenChannelWithNothingParkedWaitsForADeliveryToProbeW
 
 TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) {
   Enqueue(channel_, 1000);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   CooldownOver(channel_);
   auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
   ASSERT_EQ(probes.size(), 1u);
   Enqueue(other_, 5);  // another channel's fresh work
 
-  JobStore::Transition t = store.CloseBreaker(channel_, probes[0].id);
+  BreakerTransition t = store.CloseBreaker(channel_, probes[0].id);
   EXPECT_TRUE(t.done);
   EXPECT_EQ(t.jobs, 999);
   EXPECT_EQ(Breaker(channel_), "closed");
@@ -249,7 +250,7 @@ TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) 
 
 TEST_F(BreakerStoreTest, AFailedProbeReopensWithACooldownThatDoublesUpToTheCap) {
   Enqueue(channel_, 10);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   auto cooldown = [&] {
     return QueryValue<std::string>(
@@ -278,7 +279,7 @@ TEST_F(BreakerStoreTest, AFailedProbeReopensWithACooldownThatDoublesUpToTheCap) 
 
 TEST_F(BreakerStoreTest, AProbeThatNeverAnswersExpiresAndTheBreakerReopens) {
   Enqueue(channel_, 3);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   CooldownOver(channel_);
   auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
@@ -302,7 +303,7 @@ TEST_F(BreakerStoreTest, AProbeThatNeverAnswersExpiresAndTheBreakerReopens) {
 TEST_F(BreakerStoreTest, TheReconcilerUnparksJobsStrandedBehindAClosedBreaker) {
   Enqueue(channel_, 40);
   Enqueue(other_, 7);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   ASSERT_TRUE(store.OpenBreaker(other_, 30000, "x").done);
   // A half-done transition: an operator closed the first breaker by hand in SQL.
@@ -320,7 +321,7 @@ TEST_F(BreakerStoreTest, TheReconcilerUnparksJobsStrandedBehindAClosedBreaker) {
 
 TEST_F(BreakerStoreTest, PausingParksAndResumingUnparksUnlessTheBreakerIsOpen) {
   Enqueue(channel_, 12);
-  JobStore store(db());
+  AllStores store(db());
   auto paused = store.PauseChannel(channel_);
   ASSERT_TRUE(paused);
   EXPECT_EQ(paused->before, "running");
@@ -346,7 +347,7 @@ TEST_F(BreakerStoreTest, PausingParksAndResumingUnparksUnlessTheBreakerIsOpen) {
 
 TEST_F(BreakerStoreTest, AResetClosesFromAnyStateAndUnparks) {
   Enqueue(channel_, 8);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
   CooldownOver(channel_);
   auto probes = store.ClaimProbes("default", 1, "node-a", 15000);
@@ -362,7 +363,7 @@ TEST_F(BreakerStoreTest, AResetClosesFromAnyStateAndUnparks) {
 
 TEST_F(BreakerStoreTest, ListBreakersShowsTheBrokenAndThePaused) {
   Enqueue(channel_, 4);
-  JobStore store(db());
+  AllStores store(db());
   EXPECT_TRUE(store.ListBreakers().empty());
   ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "5 failures in a row").done);
   ASSERT_TRUE(store.PauseChannel(other_));

@@ -1,5 +1,5 @@
 // The per-node caps against real PostgreSQL: the claim statement's exclusions, rooms and refill
-// (JobStore), and `bulkhead run` nodes holding a hanging channel and a hanging 40-channel tenant
+// (ClaimStore), and `bulkhead run` nodes holding a hanging channel and a hanging 40-channel tenant
 // to their caps while a healthy channel keeps flowing; demotion; tier reload on SIGHUP.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,10 +9,10 @@
 #include <map>
 #include <thread>
 
+#include "claim_store.h"
 #include "delivery_test.h"
 #include "http_get.h"
 #include "http_receiver.h"
-#include "job_store.h"
 #include "node_process.h"
 #include "tenancy.h"
 
@@ -67,7 +67,7 @@ TEST_F(CapsTest, OneClaimNeverTakesAChannelOrATenantPastItsCap) {
   int64_t busy = Channel(a), quiet = Channel(b);
   Enqueue(busy, 50);
   Enqueue(quiet, 3);
-  JobStore store(db());
+  ClaimStore store(db());
   ClaimLimits limits;
   limits.channel_cap = 10;
   limits.tenant_cap = 10;
@@ -82,7 +82,7 @@ TEST_F(CapsTest, AChannelAtItsCapIsLeftOutAndOthersAreClaimed) {
   int64_t busy = Channel(a), quiet = Channel(b);
   Enqueue(busy, 50);
   Enqueue(quiet, 3);
-  JobStore store(db());
+  ClaimStore store(db());
   ClaimLimits limits;
   limits.channel_cap = 10;
   limits.tenant_cap = 10;
@@ -106,7 +106,7 @@ TEST_F(CapsTest, ATenantAtItsCapIsLeftOutWhateverItsChannels) {
   }
   int64_t healthy = Channel(other);
   Enqueue(healthy, 5);
-  JobStore store(db());
+  ClaimStore store(db());
   ClaimLimits limits;
   limits.channel_cap = 10;
   limits.tenant_cap = 10;
@@ -127,7 +127,7 @@ TEST_F(CapsTest, FreshJobsComeBeforeADemotedBacklogAndARefillReachesPastTheWindo
   int64_t first = Channel(a), second = Channel(b), fresh = Channel(c);
   Enqueue(first, 3000);  // both demoted: first's 3000 lie ahead of second's in the window
   Enqueue(second, 50);
-  JobStore store(db());
+  ClaimStore store(db());
   EXPECT_EQ(store.DemoteChannel(first), 3000);
   EXPECT_EQ(store.DemoteChannel(second), 50);
   Enqueue(fresh, 4);

@@ -1,7 +1,7 @@
 // Endpoint answers end to end: a real `bulkhead run` node sending to the real mock provider
 // (load/mock, in this process, on loopback) against the throwaway PostgreSQL. What an
 // endpoint says — 429/503 with Retry-After, 410 Gone, a 3xx, a hostile body — and what the
-// queue does about it (QueueRunner, JobStore::SnoozeChannel, JobStore::DisableGone); and
+// queue does about it (QueueRunner, ClaimStore::SnoozeChannel, ClaimStore::DisableGone); and
 // EndpointAnswers on its own, with time passed in (its once-a-second throttle, its close).
 #include "endpoint_answers.h"
 
@@ -10,9 +10,10 @@
 #include <ctime>
 #include <thread>
 
+#include "claim_store.h"
 #include "cli.h"
+#include "claim_store.h"
 #include "completion_writer.h"
-#include "job_store.h"
 #include "mock_provider.h"
 #include "node_process.h"
 #include "store_connection.h"
@@ -107,7 +108,7 @@ TEST_F(EndpointAnswersTest, SnoozeChannelOnlyLengthensAndLeavesOtherChannelsAndP
        std::to_string(first));
   Exec("UPDATE bulkhead.jobs SET state = 'parked', priority = 3 WHERE id = " +
        std::to_string(first + 1));
-  JobStore store(db());
+  ClaimStore store(db());
 
   EXPECT_EQ(store.SnoozeChannel(ch, 5000), 2);  // the two due ones; not the later, not parked
 
@@ -126,23 +127,23 @@ TEST_F(EndpointAnswersTest, SnoozeChannelOnlyLengthensAndLeavesOtherChannelsAndP
 TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
   int64_t ch = Channel("/hook/a");
   Enqueue(ch, 3);
-  JobStore store(db());
+  ClaimStore store(db());
   std::vector<ClaimedJob> claimed = store.Claim("default", 2, "node-x");
   ASSERT_EQ(claimed.size(), 2u);
 
-  JobStore::Gone gone = store.DisableGone({ch, claimed[0].id, 1, "HTTP 410", 12.5}, "node-x");
+  GoneOutcome gone = store.DisableGone({ch, claimed[0].id, 1, "HTTP 410", 12.5}, "node-x");
   EXPECT_TRUE(gone.disabled);
   EXPECT_EQ(gone.jobs, 2);  // the answering job and the one waiting; not the other in flight
   std::string reason = QueryValue<std::string>(
       db(), "SELECT disabled_reason FROM bulkhead.channels WHERE id = " + std::to_string(ch));
 
   // Another node's stale answer for the second job (not its claim): the job is not touched.
-  JobStore::Gone stale = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-y");
+  GoneOutcome stale = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-y");
   EXPECT_FALSE(stale.disabled);
   EXPECT_EQ(stale.jobs, 0);
   EXPECT_EQ(Count("id = " + std::to_string(claimed[1].id) + " AND state = 'executing'"), 1);
   // Its own answer parks it, and the reason stays the first one.
-  JobStore::Gone second = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-x");
+  GoneOutcome second = store.DisableGone({ch, claimed[1].id, 1, "HTTP 410", 1}, "node-x");
   EXPECT_FALSE(second.disabled);
   EXPECT_EQ(second.jobs, 1);
   EXPECT_EQ(
@@ -160,7 +161,7 @@ TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
 TEST_F(EndpointAnswersTest, SnoozesAChannelAtMostOnceASecondAndALaterLongerAskWaitsForTheNext) {
   int64_t ch = Channel("/hook/a");
   Enqueue(ch, 2);
-  StoreConnection store(conninfo());
+  StoreConnection<ClaimStore> store(conninfo());
   CompletionWriter writer({conninfo(), "node-x"});
   EndpointAnswers answers({"default", "node-x", nullptr}, store, writer);
   const auto never = EndpointAnswers::Clock::time_point::max();
@@ -193,10 +194,10 @@ TEST_F(EndpointAnswersTest, SnoozesAChannelAtMostOnceASecondAndALaterLongerAskWa
 TEST_F(EndpointAnswersTest, AGoneQueuedBeforeCloseDisablesTheChannelAndOneAfterIsRefused) {
   int64_t ch = Channel("/hook/a");
   Enqueue(ch, 2);
-  JobStore claimer(db());
+  ClaimStore claimer(db());
   std::vector<ClaimedJob> claimed = claimer.Claim("default", 1, "node-x");
   ASSERT_EQ(claimed.size(), 1u);
-  StoreConnection store(conninfo());
+  StoreConnection<ClaimStore> store(conninfo());
   CompletionWriter writer({conninfo(), "node-x"});
   EndpointAnswers answers({"default", "node-x", nullptr}, store, writer);
   AttemptResult fallback;

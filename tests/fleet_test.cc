@@ -1,5 +1,5 @@
 // Fleet reliability against real PostgreSQL: rescue of a lost node's jobs and the fence against
-// its late results, leadership by advisory lock, pruning in batches (JobStore); and `bulkhead
+// its late results, leadership by advisory lock, pruning in batches (the stores); and `bulkhead
 // run` nodes killed with SIGKILL, frozen with SIGSTOP, and restarted under their old name.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,9 +8,9 @@
 #include <set>
 #include <thread>
 
+#include "all_stores.h"
 #include "delivery_test.h"
 #include "http_receiver.h"
-#include "job_store.h"
 #include "node_process.h"
 #include "tenancy.h"
 
@@ -19,6 +19,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::AllStores;
 using testing::DeliveryTest;
 using testing::HttpReceiver;
 using testing::LoopbackNetworks;
@@ -61,14 +62,14 @@ class FleetTest : public DeliveryTest {
 TEST_F(FleetTest, ALostNodesJobsGoBackKeepingTheirAttemptAndItsLateResultsChangeNothing) {
   int64_t ch = Channel();
   Enqueue(ch, 5);
-  JobStore store(db());
+  AllStores store(db());
   DeadNode("node-a");
   auto jobs = store.Claim("default", 3, "node-a");
   ASSERT_EQ(jobs.size(), 3u);
   Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('node-b', now() + interval '1 h')");
   ASSERT_EQ(store.Claim("default", 1, "node-b").size(), 1u);  // alive: not rescued
 
-  JobStore::Rescue rescue = store.RescueLost();
+  Rescue rescue = store.RescueLost();
   EXPECT_EQ(rescue.jobs, 3);
   EXPECT_EQ(rescue.discarded, 0);
   EXPECT_EQ(rescue.nodes, "node-a");
@@ -93,14 +94,14 @@ TEST_F(FleetTest, ARescuedJobAtItsLastAttemptIsDiscardedAndOneBehindAnOpenBreake
   Enqueue(last, 1);
   Exec("UPDATE bulkhead.jobs SET max_attempts = 1");
   Enqueue(broken, 1);
-  JobStore store(db());
+  AllStores store(db());
   DeadNode("node-a");
   ASSERT_EQ(store.Claim("default", 2, "node-a").size(), 2u);
   Exec(
       "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_probe_at = now() + "
       "interval '30 s' WHERE id = " +
       std::to_string(broken));
-  JobStore::Rescue rescue = store.RescueLost();
+  Rescue rescue = store.RescueLost();
   EXPECT_EQ(rescue.jobs, 2);
   EXPECT_EQ(rescue.discarded, 1);
   EXPECT_EQ(Count("state = 'discarded' AND finished_at IS NOT NULL AND channel_id = " +
@@ -113,7 +114,7 @@ TEST_F(FleetTest, ARescuedJobAtItsLastAttemptIsDiscardedAndOneBehindAnOpenBreake
 TEST_F(FleetTest, ANodeRestartingUnderItsNameRescuesWhatItsPreviousLifeLeftExecuting) {
   int64_t ch = Channel();
   Enqueue(ch, 2);
-  JobStore store(db());
+  AllStores store(db());
   Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('fixed', now() + interval '1 h')");
   ASSERT_EQ(store.Claim("default", 2, "fixed").size(), 2u);
   EXPECT_EQ(store.RescueLost().jobs, 0);  // its lease still runs
@@ -123,7 +124,7 @@ TEST_F(FleetTest, ANodeRestartingUnderItsNameRescuesWhatItsPreviousLifeLeftExecu
 TEST_F(FleetTest, OneSessionLeadsAndTheLeadershipEndsWithItsConnection) {
   auto a = Connect();
   auto b = Connect();
-  JobStore store_a(*a), store_b(*b);
+  AllStores store_a(*a), store_b(*b);
   EXPECT_TRUE(store_a.TryLead("node-a"));
   EXPECT_TRUE(store_a.TryLead("node-a"));  // still ours
   EXPECT_FALSE(store_b.TryLead("node-b"));
@@ -139,7 +140,7 @@ TEST_F(FleetTest, OneSessionLeadsAndTheLeadershipEndsWithItsConnection) {
 TEST_F(FleetTest, ALeaderWithoutALeaseIsDeposed) {
   auto a = Connect();
   auto b = Connect();
-  JobStore store_a(*a), store_b(*b);
+  AllStores store_a(*a), store_b(*b);
   Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('node-a', now() + interval '1 h')");
   ASSERT_TRUE(store_a.TryLead("node-a"));
   EXPECT_EQ(store_b.DeposeLostLeader(), 0);  // node-a's lease runs
@@ -168,7 +169,7 @@ TEST_F(FleetTest, PruningDeletesOnlyOldFinishedJobsInBoundedBatches) {
   Exec(
       "UPDATE bulkhead.jobs SET state = 'completed', finished_at = now() - interval '1 day' "
       "WHERE id BETWEEN 16 AND 20");
-  JobStore store(db());
+  AllStores store(db());
   const int64_t week = 7LL * 24 * 3600 * 1000;
   EXPECT_EQ(store.PruneFinished(week, 10), 10);
   EXPECT_EQ(store.PruneFinished(week, 10), 5);

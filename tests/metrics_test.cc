@@ -38,7 +38,7 @@ std::string ReadSource(const std::string& path) {
 std::set<std::string> RegisteredFamilies() {
   static Metrics metrics("test");
   metrics.ForTier("default");
-  JobStore::FleetCounts sample;
+  FleetCounts sample;
   sample.jobs = {{"default", "available", 1}};
   sample.breakers = {{"default", "open", 0}};
   sample.lag_s = {{"default", 0.5}};
@@ -72,7 +72,7 @@ TEST(Metrics, EveryRegisteredFamilyIsInTheDocsTableAndNoOther) {
   std::map<std::string, std::string> registered_types, documented;
   static Metrics metrics("test");
   metrics.ForTier("default");
-  JobStore::FleetCounts sample;
+  FleetCounts sample;
   sample.jobs = {{"default", "available", 1}};
   sample.breakers = {{"default", "open", 0}};
   sample.lag_s = {{"default", 0.5}};
@@ -165,7 +165,7 @@ TEST(Metrics, AnAttemptCountsAsOneOutcomeWord) {
 
 TEST(Metrics, ALeaderThatStepsDownExportsNoFleetSeries) {
   Metrics metrics("test");
-  JobStore::FleetCounts sample;
+  FleetCounts sample;
   sample.jobs = {{"default", "parked", 7}, {"bulk", "parked", 2}};
   sample.lag_s = {{"default", 3.5}};
   metrics.SetFleetSample(sample);

@@ -1,4 +1,4 @@
-// The delivery engine end to end: JobStore's statements against real PostgreSQL, and
+// The delivery engine end to end: the stores' statements against real PostgreSQL, and
 // `bulkhead run` nodes (the real binary) delivering to a real HTTP receiver on loopback.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -9,9 +9,9 @@
 #include <set>
 #include <thread>
 
+#include "all_stores.h"
 #include "delivery_test.h"
 #include "http_receiver.h"
-#include "job_store.h"
 #include "node_process.h"
 #include "tenancy.h"
 
@@ -20,6 +20,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::AllStores;
 using testing::DatabaseTest;
 using testing::DeliveryTest;
 using testing::HttpReceiver;
@@ -78,7 +79,7 @@ class NodeTest : public DeliveryTest {
   }
 };
 
-// ---- JobStore against PostgreSQL ------------------------------------------------------------
+// ---- The stores against PostgreSQL ---------------------------------------------------------
 
 TEST_F(NodeTest, ClaimTakesPriorityThenScheduledTimeThenId) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
@@ -93,7 +94,7 @@ TEST_F(NodeTest, ClaimTakesPriorityThenScheduledTimeThenId) {
         std::to_string(ch) + " ORDER BY v.n");
     tx.commit();
   }
-  JobStore store(db());
+  AllStores store(db());
   std::vector<ClaimedJob> jobs = store.Claim("default", 10, "node-a");
   std::vector<std::string> order;
   for (const auto& job : jobs) order.push_back(job.payload);
@@ -107,7 +108,7 @@ TEST_F(NodeTest, ClaimTakesNoMoreThanTheLimitAndNothingNotYetDue) {
   EnqueueMany(ch, 5);
   EnqueueMany(ch, 3,
               "UPDATE bulkhead.jobs SET scheduled_at = now() + interval '1 hour' WHERE id > 5");
-  JobStore store(db());
+  AllStores store(db());
   std::vector<ClaimedJob> first = store.Claim("default", 2, "node-a");
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].attempt, 1);
@@ -127,7 +128,7 @@ TEST_F(NodeTest, ConcurrentClaimsNeverShareAJob) {
   std::vector<int64_t> claimed[2];
   auto drain = [this](std::vector<int64_t>* out, const std::string& node) {
     auto conn = Connect();
-    JobStore store(*conn);
+    AllStores store(*conn);
     while (true) {
       auto jobs = store.Claim("default", 7, node);
       if (jobs.empty()) return;
@@ -146,7 +147,7 @@ TEST_F(NodeTest, ConcurrentClaimsNeverShareAJob) {
 TEST_F(NodeTest, RecordCompletesRetriesAndDiscards) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
   EnqueueMany(ch, 3, "UPDATE bulkhead.jobs SET max_attempts = 1 WHERE id = 3");
-  JobStore store(db());
+  AllStores store(db());
   auto jobs = store.Claim("default", 3, "node-a");
   ASSERT_EQ(jobs.size(), 3u);
   int written = store.Record({{1, 1, true, 204, "", 12.5, 0},
@@ -174,7 +175,7 @@ TEST_F(NodeTest, RecordCompletesRetriesAndDiscards) {
 TEST_F(NodeTest, ARecordFromANodeThatNoLongerOwnsTheJobChangesNothing) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
   EnqueueMany(ch, 1);
-  JobStore store(db());
+  AllStores store(db());
   ASSERT_EQ(store.Claim("default", 1, "node-a").size(), 1u);
   EXPECT_EQ(store.Record({{1, 1, true, 200, "", 1, 0}}, "node-b"), 0);  // another node
   EXPECT_EQ(store.Record({{1, 2, true, 200, "", 1, 0}}, "node-a"), 0);  // another attempt
@@ -190,7 +191,7 @@ TEST_F(NodeTest, ARecordFromANodeThatNoLongerOwnsTheJobChangesNothing) {
 TEST_F(NodeTest, TheAttemptLogKeepsTheNewestTwenty) {
   int64_t ch = Channel("http://127.0.0.1:9/x");
   EnqueueMany(ch, 1, "UPDATE bulkhead.jobs SET max_attempts = 30");
-  JobStore store(db());
+  AllStores store(db());
   for (int attempt = 1; attempt <= 25; ++attempt) {
     ASSERT_EQ(store.Claim("default", 1, "node-a").size(), 1u) << attempt;
     ASSERT_EQ(store.Record({{1, attempt, false, 500, "HTTP 500", 1, 1}}, "node-a"), 1);

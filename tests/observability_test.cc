@@ -21,10 +21,10 @@
 #include <thread>
 
 #include "delivery_test.h"
+#include "fleet_store.h"
 #include "free_port.h"
 #include "http_get.h"
 #include "http_receiver.h"
-#include "job_store.h"
 #include "node_process.h"
 #include "tenancy.h"
 
@@ -272,8 +272,8 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   }
   EnqueueMany(ch, 5);
   pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
-  JobStore store(db());
-  JobStore::FleetCounts counts = store.SampleFleet();
+  FleetStore store(db());
+  FleetCounts counts = store.SampleFleet();
   int64_t available = 0;
   for (const auto& c : counts.jobs) {
     if (c.tier == "default" && c.state == "available") available = c.n;

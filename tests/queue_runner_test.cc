@@ -1,6 +1,6 @@
 // QueueRunner built directly, from real parts — its own StoreConnection to the throwaway
 // PostgreSQL, a CompletionWriter, a BreakerKeeper, an HttpSender whose guard lets loopback
-// through — sending to the loopback HttpReceiver of tests/support. No node process, no mocks.
+// through — sending to the loopback HttpReceiver of tests/harness. No node process, no mocks.
 //
 // - an enqueue and a Wake() make a signed delivery that completes;
 // - a 410 disables the channel (EndpointAnswers, on the runner's connection);
@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "breaker_keeper.h"
+#include "claim_store.h"
 #include "completion_writer.h"
 #include "database_test.h"
 #include "http_receiver.h"
@@ -50,7 +51,7 @@ class QueueRunnerTest : public testing::DatabaseTest {
   void Start() {
     writer_ = std::make_unique<CompletionWriter>(CompletionWriter::Options{conninfo(), kNode});
     keeper_ = std::make_unique<BreakerKeeper>(BreakerKeeper::Options{conninfo(), {tier_}});
-    store_ = std::make_unique<StoreConnection>(conninfo());
+    store_ = std::make_unique<StoreConnection<ClaimStore>>(conninfo());
     HttpSender::Options sender_options;
     sender_options.guard = NetworkGuard({std::get<Network>(ParseCidr("127.0.0.0/8"))});
     sender_ = std::make_unique<HttpSender>(std::move(sender_options));
@@ -103,7 +104,7 @@ class QueueRunnerTest : public testing::DatabaseTest {
   TierOptions tier_;
   std::unique_ptr<CompletionWriter> writer_;
   std::unique_ptr<BreakerKeeper> keeper_;
-  std::unique_ptr<StoreConnection> store_;
+  std::unique_ptr<StoreConnection<ClaimStore>> store_;
   std::unique_ptr<HttpSender> sender_;
   std::unique_ptr<QueueRunner> runner_;
 };

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "all_stores.h"
 #include "cli.h"
 #include "http_get.h"
-#include "job_store.h"
 #include "mock_provider.h"
 #include "node_process.h"
 #include "tenancy.h"
@@ -32,6 +32,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::AllStores;
 using testing::CliTest;
 using testing::CommandResult;
 using testing::NodeProcess;
@@ -109,17 +110,17 @@ class SecretRotationTest : public CliTest {
 
 TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewestFirst) {
   int64_t ch = testing::CreateChannel(db(), tenant_);
-  JobStore store(db());
+  AllStores store(db());
   Enqueue(ch, 1);
   std::vector<ClaimedJob> jobs = store.Claim("default", 10, "node-a");
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_TRUE(jobs[0].old_secrets.empty());  // never rotated
   const std::string first = jobs[0].secret;
 
-  JobStore::SecretRotation r1 = store.RotateSecret(ch, "", 3600);
-  ASSERT_EQ(r1.outcome, JobStore::SecretRotation::kRotated);
+  SecretRotation r1 = store.RotateSecret(ch, "", 3600);
+  ASSERT_EQ(r1.outcome, SecretRotation::kRotated);
   EXPECT_EQ(r1.old_secrets, 1);
-  JobStore::SecretRotation r2 = store.RotateSecret(ch, "", 3600);
+  SecretRotation r2 = store.RotateSecret(ch, "", 3600);
   EXPECT_EQ(r2.old_secrets, 2);
   Enqueue(ch, 1);
   jobs = store.Claim("default", 10, "node-a");
@@ -141,7 +142,7 @@ TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewest
   EXPECT_TRUE(QueryValue<bool>(db(), "SELECT old_secrets_until > now() FROM bulkhead.channels"));
 
   // --keep-old 0: every old secret goes, and the gate with them.
-  JobStore::SecretRotation r3 = store.RotateSecret(ch, "", 0);
+  SecretRotation r3 = store.RotateSecret(ch, "", 0);
   EXPECT_EQ(r3.old_secrets, 0);
   EXPECT_EQ(r3.old_secrets_until, "");
   Enqueue(ch, 1);
@@ -154,9 +155,9 @@ TEST_F(SecretRotationTest, TheClaimCarriesOldSecretsOnlyInsideTheirWindowsNewest
 
 TEST_F(SecretRotationTest, TheProbeClaimCarriesOldSecretsToo) {
   int64_t ch = testing::CreateChannel(db(), tenant_);
-  JobStore store(db());
+  AllStores store(db());
   const std::string first = Secret(ch);
-  JobStore::SecretRotation r = store.RotateSecret(ch, "", 3600);
+  SecretRotation r = store.RotateSecret(ch, "", 3600);
   Enqueue(ch, 3);
   ASSERT_TRUE(store.OpenBreaker(ch, 30000, "test").done);
   Exec("UPDATE bulkhead.channels SET breaker_probe_at = now() - interval '1 ms'");
@@ -170,7 +171,7 @@ TEST_F(SecretRotationTest, TheProbeClaimCarriesOldSecretsToo) {
 TEST_F(SecretRotationTest, ThePruneClearsTheGateOnlyOnceItsTimeHasPassed) {
   int64_t a = testing::CreateChannel(db(), tenant_);
   int64_t b = testing::CreateChannel(db(), tenant_);
-  JobStore store(db());
+  AllStores store(db());
   store.RotateSecret(a, "", 3600);
   store.RotateSecret(b, "", 3600);
   // a: everything past; b: its row past, but the gate still ahead (as after a rotation that

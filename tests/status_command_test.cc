@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "admin_jobs_store.h"
 #include "cli.h"
-#include "job_store.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -136,10 +136,10 @@ TEST_F(StatusCommandTest, EmptyFleetSaysSo) {
 }
 
 // The statements of status read partial indexes of unfinished rows only. With sequential
-// scans priced out, the plan of each (as JobStore prepared it) has an index for every part, and
-// none of them is a scan of jobs, of its primary key or of jobs_finished.
+// scans priced out, the plan of each (as AdminJobsStore prepared it) has an index for every part,
+// and none of them is a scan of jobs, of its primary key or of jobs_finished.
 TEST_F(StatusCommandTest, StatusStatementsReadNoFinishedRows) {
-  JobStore store(db());
+  AdminJobsStore store(db());
   store.QueueStatuses();  // prepares the statements on this session
   store.NodeStatuses();
   for (const char* statement : {"queue_status", "node_status"}) {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cli.h"
+#include "completion_store.h"
 #include "database_test.h"
-#include "job_store.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -122,7 +122,7 @@ TEST_F(TenantCommandTest, SetTierByNameMovesTheTenantAndItsWaitingDeliveries) {
   ExpectAcmeOnBulk();
 
   // The delivery in flight fails after the move: its retry waits in the new tier's queue.
-  JobStore store(db());
+  CompletionStore store(db());
   AttemptResult failed;
   failed.id = in_flight_;
   failed.attempt = 1;

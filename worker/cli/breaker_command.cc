@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "admin_channel_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 
 namespace bulkhead {
 namespace {
@@ -59,7 +59,7 @@ using cli::Millis;
 // ---- bulkhead breakers ------------------------------------------------------------------------
 
 // What the PROBE column says: see kBreakersUsage.
-std::string ProbeText(const JobStore::BreakerRow& row) {
+std::string ProbeText(const BreakerRow& row) {
   if (row.state == "open") {
     if (row.paused) return "on resume";  // no probe goes while the channel is paused
     if (row.probe_in_s <= 0) return "due";
@@ -75,13 +75,11 @@ std::string ProbeText(const JobStore::BreakerRow& row) {
 
 // The reason as shown: only while the breaker is not closed (a closed breaker keeps the reason
 // of its last opening in the row, which would read as the reason it is listed).
-std::string ShownReason(const JobStore::BreakerRow& row) {
-  return row.state == "closed" ? "" : row.reason;
-}
+std::string ShownReason(const BreakerRow& row) { return row.state == "closed" ? "" : row.reason; }
 
 }  // namespace
 
-void PrintBreakerTable(const std::vector<JobStore::BreakerRow>& rows) {
+void PrintBreakerTable(const std::vector<BreakerRow>& rows) {
   std::vector<std::vector<std::string>> table = {{"CHANNEL", "TENANT", "TIER", "STATE", "PAUSED",
                                                   "SINCE", "AGE", "TRIPS", "PARKED", "PROBE",
                                                   "REASON"}};
@@ -95,7 +93,7 @@ void PrintBreakerTable(const std::vector<JobStore::BreakerRow>& rows) {
   cli::PrintTable(table);
 }
 
-nlohmann::ordered_json BreakersJson(const std::vector<JobStore::BreakerRow>& rows) {
+nlohmann::ordered_json BreakersJson(const std::vector<BreakerRow>& rows) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& row : rows) {
     list.push_back({{"channel", row.channel},
@@ -126,8 +124,8 @@ std::string ParkedDeliveries(int64_t n) {
 
 int Reset(int64_t channel, const cli::Words& words) {
   constexpr std::string_view kCommand = "bulkhead breaker reset";
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.ResetBreaker(channel);
+  return cli::WithStore<AdminChannelStore>(kCommand, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelChange> change = store.ResetBreaker(channel);
     if (!change) {
       std::cerr << kCommand << ": no channel with id " << channel << "\n";
       return kExitFailure;
@@ -143,7 +141,7 @@ int Reset(int64_t channel, const cli::Words& words) {
     } else {
       // ResetBreaker unparks nothing on a paused channel. Now that the breaker is closed, the
       // channel is listed only if it is paused.
-      std::optional<JobStore::BreakerRow> paused;
+      std::optional<BreakerRow> paused;
       for (auto& row : store.ListBreakers()) {
         if (row.channel == channel && row.paused) paused = std::move(row);
       }
@@ -167,8 +165,8 @@ int RunBreakersCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kBreakersUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    std::vector<JobStore::BreakerRow> rows = store.ListBreakers();
+  return cli::WithStore<AdminChannelStore>(kCommand, words, [&](AdminChannelStore& store) {
+    std::vector<BreakerRow> rows = store.ListBreakers();
     if (words.Has("--json")) {
       std::cout << BreakersJson(rows).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";

@@ -8,9 +8,9 @@
 #include <string>
 #include <variant>
 
+#include "admin_channel_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 #include "webhook_signature.h"
 #include "webhook_url.h"
 
@@ -43,7 +43,7 @@ int NoSuchChannel(const std::string& command, int64_t channel) {
 }
 
 // The channel's row in `bulkhead breakers`, if it has one (breaker not closed, or paused).
-std::optional<JobStore::BreakerRow> FindBreakerRow(JobStore& store, int64_t channel) {
+std::optional<BreakerRow> FindBreakerRow(AdminChannelStore& store, int64_t channel) {
   for (auto& row : store.ListBreakers()) {
     if (row.channel == channel) return std::move(row);
   }
@@ -56,8 +56,8 @@ int RunPause(const Subcommand& sub, std::span<const std::string_view> args) {
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.PauseChannel(channel);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelChange> change = store.PauseChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     std::cout << "channel " << channel;
     if (change->before == "paused") {
@@ -82,8 +82,8 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.ResumeChannel(channel);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelChange> change = store.ResumeChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     const bool was_paused = change->before == "paused";
     std::cout << "channel " << channel << (was_paused ? " resumed" : " was not paused");
@@ -105,7 +105,7 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
 }
 
 // The channel's waiting jobs by state, as one phrase.
-std::string Backlog(const JobStore::ChannelInfo& c) {
+std::string Backlog(const ChannelInfo& c) {
   return std::to_string(c.available) + " available, " + std::to_string(c.scheduled) +
          " scheduled, " + std::to_string(c.executing) + " executing, " + std::to_string(c.parked) +
          " parked";
@@ -128,8 +128,8 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
                            "--url must be an http:// or https:// URL without spaces, not '" +
                                cli::OneLine(*url) + "'");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::NewChannel> added = store.AddChannel(*tenant, *url);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<NewChannel> added = store.AddChannel(*tenant, *url);
     if (!added) {
       std::cerr << command << ": no tenant named or numbered '" << cli::OneLine(*tenant) << "'\n";
       return kExitFailure;
@@ -151,8 +151,8 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
   const cli::Words& words = std::get<cli::Words>(parsed);
   std::optional<int64_t> channel = cli::TakeChannel(command, words);
   if (!channel) return kExitUsage;
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelInfo> c = store.ShowChannel(*channel);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelInfo> c = store.ShowChannel(*channel);
     if (!c) return NoSuchChannel(command, *channel);
     if (words.Has("--json")) {
       nlohmann::ordered_json out = {
@@ -222,8 +222,8 @@ int RunDisable(const Subcommand& sub, std::span<const std::string_view> args) {
   if (reason->empty() || reason->size() > 500) {
     return cli::UsageError(command, "--reason must be 1 to 500 characters");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.DisableChannel(*channel, *reason);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelChange> change = store.DisableChannel(*channel, *reason);
     if (!change) return NoSuchChannel(command, *channel);
     std::cout << "channel " << *channel
               << (change->before == "disabled" ? " was already disabled (reason updated)"
@@ -240,8 +240,8 @@ int RunEnable(const Subcommand& sub, std::span<const std::string_view> args) {
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const int64_t channel = std::get<int64_t>(parsed);
   const std::string command = Verb().CommandName(sub);
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::ChannelChange> change = store.EnableChannel(channel);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelChange> change = store.EnableChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
     std::cout << "channel " << channel
               << (change->before == "enabled" ? " was not disabled" : " enabled")
@@ -327,12 +327,12 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
     }
     keep_s = *parsed_keep;
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    JobStore::SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
-    if (r.outcome == JobStore::SecretRotation::kNoSuchChannel) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
+    if (r.outcome == SecretRotation::kNoSuchChannel) {
       return NoSuchChannel(command, *channel);
     }
-    if (r.outcome == JobStore::SecretRotation::kSameSecret) {
+    if (r.outcome == SecretRotation::kSameSecret) {
       std::cerr << command << ": --secret is already channel " << *channel
                 << "'s current secret; nothing changed\n";
       return kExitFailure;

@@ -7,7 +7,7 @@
 //
 // Prints one line of outcome on stdout; a usage error is one line on stderr and exit 2, a
 // database error or an unknown channel one line on stderr and exit 1 (exit_codes.h). Every
-// change goes through JobStore. Runs on the calling thread.
+// change goes through AdminChannelStore. Runs on the calling thread.
 //
 // Secrets: `add` and `rotate-secret` print a secret they generated, once, on stdout. Nothing
 // else prints one: `show` gives only the number of old secrets and their expiry, a secret

@@ -12,7 +12,6 @@
 #include "config.h"
 #include "database_url.h"
 #include "exit_codes.h"
-#include "job_store.h"
 #include "logger.h"
 
 namespace bulkhead::cli {
@@ -177,8 +176,8 @@ std::variant<Words, int> Parse(std::string_view command, std::span<const std::st
   return words;
 }
 
-int WithStore(std::string_view command, const Words& words,
-              const std::function<int(JobStore&)>& act) {
+int WithConnection(std::string_view command, const Words& words,
+                   const std::function<int(pqxx::connection_base&)>& act) {
   std::optional<std::string> from_config;
   if (words.config && !words.database) {
     auto loaded = LoadConfig(*words.config);
@@ -191,8 +190,7 @@ int WithStore(std::string_view command, const Words& words,
   }
   try {
     pqxx::connection conn(ResolveDatabase(words.database, from_config));
-    JobStore store(conn);
-    return act(store);
+    return act(conn);
   } catch (const std::exception& e) {
     // libpq's messages span lines; the first has the reason.
     std::cerr << command << ": database error: " << FirstLine(e.what()) << "\n";

@@ -25,10 +25,11 @@
 #include <variant>
 #include <vector>
 
+namespace pqxx {
+class connection_base;
+}
+
 namespace bulkhead {
-
-class JobStore;
-
 namespace cli {
 
 // The line every verb's help ends with.
@@ -111,12 +112,23 @@ std::optional<int> ParseLimit(std::string_view command, const Words& words, std:
 std::variant<Words, int> Parse(std::string_view command, std::span<const std::string_view> args,
                                const Grammar& grammar, const std::function<void()>& print_help);
 
-// Connects to the database `words` name (see the top of this file), hands `act` a JobStore on
-// that connection, and returns what `act` returns. A config file that does not load is
+// Connects to the database `words` name (see the top of this file), hands `act` that
+// connection, and returns what `act` returns. A config file that does not load is
 // "<command>: <file>: <key>: <reason>" and kExitUsage. Any exception (a refused connection, a
-// failed statement) becomes "<command>: database error: <first line>" and kExitFailure.
-int WithStore(std::string_view command, const Words& words,
-              const std::function<int(JobStore&)>& act);
+// failed statement, a store that cannot start) becomes "<command>: database error: <first
+// line>" and kExitFailure.
+int WithConnection(std::string_view command, const Words& words,
+                   const std::function<int(pqxx::connection_base&)>& act);
+
+// The same, handing `act` a `Store` (AdminChannelStore, AdminJobsStore) on the connection, so
+// that a one-shot verb prepares only that store's statements.
+template <typename Store>
+int WithStore(std::string_view command, const Words& words, const std::function<int(Store&)>& act) {
+  return WithConnection(command, words, [&](pqxx::connection_base& conn) {
+    Store store(conn);
+    return act(store);
+  });
+}
 
 // One subcommand of a verb with subcommands (`bulkhead channel`, `bulkhead tenant`): its name,
 // usage and help, and its handler, which gets the words after the subcommand's name.

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "admin_jobs_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 
 namespace bulkhead {
 namespace {
@@ -60,7 +60,7 @@ bool TakeId(std::string_view command, const cli::Words& words, std::string_view 
   return id->has_value();
 }
 
-void PrintJobs(const std::vector<JobStore::JobRow>& rows) {
+void PrintJobs(const std::vector<JobRow>& rows) {
   std::vector<std::vector<std::string>> table = {{"ID", "QUEUE", "TENANT", "CHANNEL", "STATE",
                                                   "PRI", "ATTEMPT", "SCHEDULED", "FINISHED",
                                                   "BYTES", "ERROR"}};
@@ -74,7 +74,7 @@ void PrintJobs(const std::vector<JobStore::JobRow>& rows) {
   cli::PrintTable(table);
 }
 
-void PrintJobsJson(const std::vector<JobStore::JobRow>& rows) {
+void PrintJobsJson(const std::vector<JobRow>& rows) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     list.push_back({{"id", r.id},
@@ -142,7 +142,7 @@ else libpq's PG* variables.
 
 // The selector words of replay (with times) or cancel; false after printing a usage error.
 bool TakeSelector(std::string_view command, const cli::Words& words, bool times,
-                  JobStore::JobSelector* selector) {
+                  JobSelector* selector) {
   if (!TakeId(command, words, "--id", &selector->id) ||
       !TakeId(command, words, "--channel", &selector->channel) ||
       !TakeId(command, words, "--tenant", &selector->tenant)) {
@@ -187,8 +187,9 @@ std::string Jobs(int64_t n, std::string_view adjective) {
 }
 
 // Why a job given by --id was not changed; exit 1.
-int NotChanged(std::string_view command, JobStore& store, int64_t id, std::string_view wanted) {
-  std::optional<JobStore::JobState> job = store.FindJob(id);
+int NotChanged(std::string_view command, AdminJobsStore& store, int64_t id,
+               std::string_view wanted) {
+  std::optional<JobState> job = store.FindJob(id);
   std::cerr << command << ": ";
   if (!job) {
     std::cerr << "no job with id " << id;
@@ -218,7 +219,7 @@ int RunJobsCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kJobsUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  JobStore::JobFilter filter;
+  JobFilter filter;
   if (!TakeId(kCommand, words, "--channel", &filter.channel) ||
       !TakeId(kCommand, words, "--tenant", &filter.tenant)) {
     return kExitUsage;
@@ -234,8 +235,8 @@ int RunJobsCommand(std::span<const std::string_view> args) {
       cli::ParseLimit(kCommand, words, "--limit", kJobsDefaultLimit, kJobsMaxLimit);
   if (!limit) return kExitUsage;
   filter.limit = *limit;
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    std::vector<JobStore::JobRow> rows = store.ListJobs(filter);
+  return cli::WithStore<AdminJobsStore>(kCommand, words, [&](AdminJobsStore& store) {
+    std::vector<JobRow> rows = store.ListJobs(filter);
     if (words.Has("--json")) {
       PrintJobsJson(rows);
     } else if (rows.empty()) {
@@ -260,10 +261,10 @@ int RunReplayCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kReplayUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  JobStore::JobSelector selector;
+  JobSelector selector;
   if (!TakeSelector(kCommand, words, true, &selector)) return kExitUsage;
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    JobStore::BulkChange change = store.Replay(selector);
+  return cli::WithStore<AdminJobsStore>(kCommand, words, [&](AdminJobsStore& store) {
+    BulkChange change = store.Replay(selector);
     if (change.jobs == 0 && selector.id) {
       return NotChanged(kCommand, store, *selector.id, "discarded");
     }
@@ -293,10 +294,10 @@ int RunCancelCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kCancelUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  JobStore::JobSelector selector;
+  JobSelector selector;
   if (!TakeSelector(kCommand, words, false, &selector)) return kExitUsage;
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    JobStore::BulkChange change = store.Cancel(selector);
+  return cli::WithStore<AdminJobsStore>(kCommand, words, [&](AdminJobsStore& store) {
+    BulkChange change = store.Cancel(selector);
     if (change.jobs == 0 && selector.id) {
       return NotChanged(kCommand, store, *selector.id, "waiting");
     }

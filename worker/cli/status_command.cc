@@ -3,13 +3,15 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 #include <string>
 #include <vector>
 
+#include "admin_channel_store.h"
+#include "admin_jobs_store.h"
 #include "breaker_command.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 
 namespace bulkhead {
 namespace {
@@ -45,9 +47,8 @@ else libpq's PG* variables.
 
 std::string Seconds(double s) { return cli::Duration(static_cast<int64_t>(std::floor(s))); }
 
-void PrintText(const std::vector<JobStore::QueueStatus>& queues,
-               const std::vector<JobStore::BreakerRow>& breakers,
-               const std::vector<JobStore::NodeStatus>& nodes) {
+void PrintText(const std::vector<QueueStatus>& queues, const std::vector<BreakerRow>& breakers,
+               const std::vector<NodeStatus>& nodes) {
   std::vector<std::vector<std::string>> table = {
       {"QUEUE", "AVAILABLE", "SCHEDULED", "EXECUTING", "PARKED", "LAG"}};
   for (const auto& q : queues) {
@@ -79,9 +80,8 @@ void PrintText(const std::vector<JobStore::QueueStatus>& queues,
   cli::PrintTable(table);
 }
 
-void PrintJson(const std::vector<JobStore::QueueStatus>& queues,
-               const std::vector<JobStore::BreakerRow>& breakers,
-               const std::vector<JobStore::NodeStatus>& nodes) {
+void PrintJson(const std::vector<QueueStatus>& queues, const std::vector<BreakerRow>& breakers,
+               const std::vector<NodeStatus>& nodes) {
   nlohmann::ordered_json out;
   out["queues"] = nlohmann::ordered_json::array();
   for (const auto& q : queues) {
@@ -122,10 +122,12 @@ int RunStatusCommand(std::span<const std::string_view> args) {
                            [] { std::cout << kUsage; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
-  return cli::WithStore(kCommand, words, [&](JobStore& store) {
-    auto queues = store.QueueStatuses();
-    auto breakers = store.ListBreakers();
-    auto nodes = store.NodeStatuses();
+  return cli::WithConnection(kCommand, words, [&](pqxx::connection_base& conn) {
+    AdminJobsStore jobs(conn);
+    AdminChannelStore channels(conn);
+    auto queues = jobs.QueueStatuses();
+    auto breakers = channels.ListBreakers();
+    auto nodes = jobs.NodeStatuses();
     if (words.Has("--json")) {
       PrintJson(queues, breakers, nodes);
     } else {

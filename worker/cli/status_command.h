@@ -2,8 +2,8 @@
 // waiting jobs by state, its lag and its jobs in flight; the breakers that are not closed (and
 // paused channels); the nodes with their heartbeat and lease.
 //
-// Reads only partial indexes of unfinished jobs (JobStore::QueueStatuses, NodeStatuses,
-// ListBreakers), so it stays cheap however many finished jobs the table keeps.
+// Reads only partial indexes of unfinished jobs (AdminJobsStore::QueueStatuses, NodeStatuses,
+// AdminChannelStore::ListBreakers), so it stays cheap however many finished jobs the table keeps.
 //
 // Output on stdout; a usage error is one line on stderr and exit 2, a database error one line
 // on stderr and exit 1 (cli_common.h). Runs on the calling thread.

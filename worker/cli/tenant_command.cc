@@ -8,9 +8,9 @@
 #include <variant>
 #include <vector>
 
+#include "admin_channel_store.h"
 #include "cli_common.h"
 #include "exit_codes.h"
-#include "job_store.h"
 
 namespace bulkhead {
 namespace {
@@ -28,7 +28,7 @@ using cli::UsageError;
 const cli::SubcommandVerb& Verb();
 
 // The outcome line of a set-tier that found the tenant.
-std::string DescribeMove(const JobStore::TierMove& move, const std::string& tier) {
+std::string DescribeMove(const TierMove& move, const std::string& tier) {
   const int64_t moved = move.available + move.parked;
   const std::string counts = Deliveries(moved, "waiting") + " moved (" +
                              std::to_string(move.available) + " available, " +
@@ -62,8 +62,8 @@ int RunSetTier(const Subcommand& sub, std::span<const std::string_view> args) {
                       "letters, digits or '_'), not '" +
                           OneLine(tier) + "'");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::TierMove> move;
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<TierMove> move;
     try {
       move = store.SetTenantTier(tenant, tier);
     } catch (const pqxx::foreign_key_violation&) {
@@ -99,7 +99,7 @@ int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
                       "letters, digits or '_'), not '" +
                           OneLine(tier) + "'");
   }
-  return cli::WithStore(command, words, [&](JobStore& store) {
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     try {
       int64_t id = store.AddTenant(*name, tier);
       std::cout << "tenant " << OneLine(*name) << " added with id " << id << " on tier " << tier
@@ -122,8 +122,8 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
   const cli::Words& words = std::get<cli::Words>(parsed);
   if (words.positional.empty()) return UsageError(command, "missing TENANT");
   const std::string tenant(words.positional[0]);
-  return cli::WithStore(command, words, [&](JobStore& store) {
-    std::optional<JobStore::TenantInfo> t = store.ShowTenant(tenant);
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<TenantInfo> t = store.ShowTenant(tenant);
     if (!t) {
       std::cerr << command << ": no tenant named or numbered '" << OneLine(tenant) << "'\n";
       return kExitFailure;

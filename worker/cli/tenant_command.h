@@ -8,7 +8,7 @@
 //
 // Prints one line of outcome on stdout; a usage error is one line on stderr and exit 2, a
 // database error, an unknown tenant or an unknown tier one line on stderr and exit 1
-// (exit_codes.h). Every change goes through JobStore. Runs on the calling thread.
+// (exit_codes.h). Every change goes through AdminChannelStore. Runs on the calling thread.
 #pragma once
 
 #include <span>

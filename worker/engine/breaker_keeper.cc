@@ -130,9 +130,9 @@ void BreakerKeeper::Count(const std::string& tier, std::string_view to, int64_t 
 bool BreakerKeeper::Execute(const Request& request) {
   const TierOptions tier = Tier(request.tier);
   try {
-    JobStore& store = store_.Get();
+    BreakerStore& store = store_.Get();
     if (request.kind == Request::kOpen) {
-      JobStore::Transition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
+      BreakerTransition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
       if (t.done) {
         ++opened_;
         Count(tier.name, "open", t.jobs);
@@ -144,7 +144,7 @@ bool BreakerKeeper::Execute(const Request& request) {
              {"reason", request.detail}});
       }
     } else if (request.success) {
-      JobStore::Transition t = store.CloseBreaker(request.channel, request.job);
+      BreakerTransition t = store.CloseBreaker(request.channel, request.job);
       if (t.done) {
         ++closed_;
         Count(tier.name, "closed", 0);
@@ -158,7 +158,7 @@ bool BreakerKeeper::Execute(const Request& request) {
     } else {
       std::string reason =
           "probe job " + std::to_string(request.job) + " failed: " + request.detail;
-      JobStore::Transition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
+      BreakerTransition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
                                                    tier.cooldown_max_ms, reason);
       if (t.done) {
         ++reopened_;

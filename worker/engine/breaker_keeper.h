@@ -1,7 +1,7 @@
 // BreakerKeeper: the node's one thread that moves channel breakers in Postgres, and the owner
 // of each served tier's BreakerBoard.
 //
-// It runs the breaker's transition statements (JobStore): opening (with the one-statement park
+// It runs the breaker's transition statements (BreakerStore): opening (with the one-statement park
 // of the backlog) when a board trips, closing (with the one-statement unpark) or re-opening
 // when this node's probe answers, and, on a timer:
 // - every 250 ms: each board's slow-call check, so a hanging endpoint trips without waiting
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "breaker_board.h"
+#include "breaker_store.h"
 #include "config.h"
 #include "metrics.h"
 #include "store_connection.h"
@@ -118,7 +119,7 @@ class BreakerKeeper {
   bool stop_ = false;
 
   // Only touched by the keeper's thread.
-  StoreConnection store_;
+  StoreConnection<BreakerStore> store_;
   std::chrono::steady_clock::time_point next_slow_check_{};
   std::chrono::steady_clock::time_point next_expire_{};
   std::chrono::steady_clock::time_point next_reconcile_{};

@@ -2,7 +2,7 @@
 // caps_summary log.
 //
 // When a claim brings a channel (tenant) to its per-node cap (CapLedger), its waiting fresh jobs
-// are demoted to priority 2 in one statement (JobStore::DemoteChannel, DemoteTenant), so every
+// are demoted to priority 2 in one statement (ClaimStore::DemoteChannel, DemoteTenant), so every
 // other channel's fresh jobs come first; while it stays at its cap, again at most once a second
 // (CapLedger::DemoteChannelDue, DemoteTenantDue): its new jobs arrive fresh, and each claim's
 // fresh scan steps over them until they are. Not demoting (a statement that fails) only costs
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cap_ledger.h"
+#include "claim_store.h"
 #include "metrics.h"
 #include "store_connection.h"
 
@@ -42,7 +43,7 @@ class CapDemotion {
   };
 
   // `tier` names the logs; `metrics` may be nullptr (record nothing).
-  CapDemotion(std::string tier, const Metrics::Tier* metrics, StoreConnection& store);
+  CapDemotion(std::string tier, const Metrics::Tier* metrics, StoreConnection<ClaimStore>& store);
   CapDemotion(const CapDemotion&) = delete;
   CapDemotion& operator=(const CapDemotion&) = delete;
 
@@ -72,7 +73,7 @@ class CapDemotion {
   // Constant after construction.
   const std::string tier_;
   const Metrics::Tier* const metrics_;
-  StoreConnection& store_;
+  StoreConnection<ClaimStore>& store_;
 
   std::atomic<uint64_t> channel_caps_hit_{0};
   std::atomic<uint64_t> tenant_caps_hit_{0};

@@ -39,7 +39,7 @@
 #include <utility>
 #include <vector>
 
-#include "job_store.h"
+#include "store_types.h"
 
 namespace bulkhead {
 

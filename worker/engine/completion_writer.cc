@@ -1,5 +1,6 @@
 #include "completion_writer.h"
 
+#include "completion_store.h"
 #include "logger.h"
 #include "reconnect_backoff.h"
 #include "store_connection.h"
@@ -50,7 +51,7 @@ uint64_t CompletionWriter::written() const {
 }
 
 void CompletionWriter::Run() {
-  StoreConnection store(options_.database);
+  StoreConnection<CompletionStore> store(options_.database);
   ReconnectBackoff backoff;           // 100 ms doubling to 5 s, jittered
   std::chrono::milliseconds wait{0};  // before the next try, after a failed write
   std::vector<AttemptResult> batch;

@@ -1,7 +1,7 @@
 // CompletionWriter: writes attempt results to Postgres in batches, on a thread of its own.
 //
 // Queue runners hand it results as their requests finish; it writes them with one set-based
-// statement (JobStore::Record) per batch: when `batch_size` results are waiting, or
+// statement (CompletionStore::Record) per batch: when `batch_size` results are waiting, or
 // `flush_ms` after the oldest waiting one arrived, whichever comes first. At 10,000 deliveries
 // a second and the defaults (500, 5 ms) a batch holds about 50 results when the flush comes
 // first: some 200 statements a second instead of 10,000 transactions; the price is up to 5 ms
@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "job_store.h"
+#include "store_types.h"
 #include "metrics.h"
 
 namespace bulkhead {

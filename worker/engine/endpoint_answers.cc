@@ -13,7 +13,7 @@ constexpr int kGoneTries = 5;
 // A failed disable is tried again after this pause (the claim's own backoff runs meanwhile).
 constexpr auto kGoneRetryAfter = std::chrono::milliseconds(500);
 
-EndpointAnswers::EndpointAnswers(Options options, StoreConnection& store, CompletionWriter& writer)
+EndpointAnswers::EndpointAnswers(Options options, StoreConnection<ClaimStore>& store, CompletionWriter& writer)
     : options_(std::move(options)),
       store_(store),
       writer_(writer),
@@ -23,7 +23,7 @@ EndpointAnswers::EndpointAnswers(Options options, StoreConnection& store, Comple
                      "jobs pushed later by a 429 or 503 Retry-After: answering jobs and their "
                      "channels' waiting jobs"}}) {}
 
-bool EndpointAnswers::Gone(JobStore::GoneAnswer answer, AttemptResult fallback) {
+bool EndpointAnswers::Gone(GoneAnswer answer, AttemptResult fallback) {
   std::lock_guard lock(mu_);
   if (closed_) return false;
   gone_.push_back({std::move(answer), std::move(fallback), 0});
@@ -76,7 +76,7 @@ void EndpointAnswers::Run(Clock::time_point now, bool last) {
   std::vector<GoneAnswer> retry;
   for (auto& g : gone) {
     try {
-      JobStore::Gone done = store_.Get().DisableGone(g.answer, options_.node);
+      GoneOutcome done = store_.Get().DisableGone(g.answer, options_.node);
       if (done.disabled) {
         ++channels_gone_;
         if (options_.metrics) options_.metrics->channels_gone->Increment();

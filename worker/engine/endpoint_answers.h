@@ -1,13 +1,13 @@
 // EndpointAnswers: what a queue runner does about the answers that concern a whole channel,
 // not only the job that got them (the Verdict says which: Verdict::gone, snooze_channel).
 //
-// - 410 Gone disables the channel: JobStore::DisableGone (channel disabled and paused, its
+// - 410 Gone disables the channel: ClaimStore::DisableGone (channel disabled and paused, its
 //   backlog and the answering job parked, in one statement) instead of handing the result to
 //   the writer. A disable that fails (the database is away) is tried again after 500 ms, on a
 //   new connection, up to 5 times; then, or when the runner is ending, the attempt is written
 //   as an ordinary failure instead (its fallback), so the job is not left executing.
 // - A 429 or 503 with a Retry-After slows its channel down: the channel's waiting jobs are
-//   pushed to no earlier than the asked time (JobStore::SnoozeChannel), in one statement, at
+//   pushed to no earlier than the asked time (ClaimStore::SnoozeChannel), in one statement, at
 //   most once a second per channel — a throttled channel answering 429 to every request in
 //   flight costs one statement a second, not one per answer. A later, longer ask within the
 //   second waits for the next; the latest ask wins.
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "completion_writer.h"
-#include "job_store.h"
+#include "claim_store.h"
 #include "logger.h"
 #include "metrics.h"
 #include "store_connection.h"
@@ -50,14 +50,14 @@ class EndpointAnswers {
     const Metrics::Tier* metrics = nullptr;  // nullptr: record nothing
   };
 
-  EndpointAnswers(Options options, StoreConnection& store, CompletionWriter& writer);
+  EndpointAnswers(Options options, StoreConnection<ClaimStore>& store, CompletionWriter& writer);
   EndpointAnswers(const EndpointAnswers&) = delete;
   EndpointAnswers& operator=(const EndpointAnswers&) = delete;
 
   // A 410 Gone answered `answer`'s attempt: its channel is to be disabled. `fallback` is the
   // attempt's ordinary result, written instead if the disable cannot run. Returns false once
   // Close() has run: the caller writes `fallback` itself.
-  bool Gone(JobStore::GoneAnswer answer, AttemptResult fallback);
+  bool Gone(GoneAnswer answer, AttemptResult fallback);
 
   // A Retry-After asked `channel`'s waiting jobs to wait until `until`.
   void Snooze(int64_t channel, Clock::time_point until);
@@ -85,13 +85,13 @@ class EndpointAnswers {
 
   // Constant after construction.
   const Options options_;
-  StoreConnection& store_;
+  StoreConnection<ClaimStore>& store_;
   CompletionWriter& writer_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.
   struct GoneAnswer {
-    JobStore::GoneAnswer answer;
+    GoneAnswer answer;
     AttemptResult fallback;
     int tries = 0;
   };

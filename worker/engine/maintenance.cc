@@ -75,10 +75,10 @@ void Maintenance::Run() {
 }
 
 void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
-  JobStore& store = store_.Get();
+  FleetStore& store = store_.Get();
   if (now >= next_rescue_) {
     next_rescue_ = now + options_.rescue_every;
-    JobStore::Rescue rescue = store.RescueLost();
+    Rescue rescue = store.RescueLost();
     if (rescue.jobs > 0) {
       rescued_ += rescue.jobs;
       if (options_.metrics) options_.metrics->rescued().Increment(static_cast<double>(rescue.jobs));

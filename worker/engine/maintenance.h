@@ -1,7 +1,7 @@
 // Maintenance: the fleet's housekeeping, run by exactly one node at a time — the leader.
 //
 // Every node runs a Maintenance thread with a connection of its own. Every `elect_every` it
-// tries to take a session-level advisory lock on that connection (JobStore::TryLead); the node
+// tries to take a session-level advisory lock on that connection (FleetStore::TryLead); the node
 // that holds it is the leader. The lock lives exactly as long as the connection: when the
 // leader dies (kill -9, OOM, a deploy) or loses its connection, Postgres releases it and
 // another node takes over at its next try — within `elect_every`, two seconds by default. No
@@ -9,7 +9,7 @@
 //
 // What the leader does:
 // - every `rescue_every` (2 s): returns the executing jobs of nodes whose lease ran out to
-//   the queue (JobStore::RescueLost), so a node killed mid-delivery costs its jobs one lease
+//   the queue (FleetStore::RescueLost), so a node killed mid-delivery costs its jobs one lease
 //   (15 s by default) plus up to 2 s, not a fixed job timeout;
 // - every second: parks jobs that slipped in as available behind an opening breaker;
 // - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker);
@@ -17,14 +17,14 @@
 //   batch comes back short (at most 100 batches a run), forgets the rows of nodes whose
 //   lease ended over an hour ago, and deletes old channel secrets whose rotation window ended
 //   (the claim ignores them already; ADR 0008).
-// - every `sample_every` (15 s): the fleet-wide counts for the metrics (JobStore::SampleFleet:
+// - every `sample_every` (15 s): the fleet-wide counts for the metrics (FleetStore::SampleFleet:
 //   jobs by state, breakers by state, queue lag per tier), which only the leader exports
 //   (see metrics.h for how a dashboard aggregates them).
 // A leader that loses its connection stops being leader; on reconnect it competes again. A
 // leader that keeps its connection but not its lease — frozen by SIGSTOP, or cut off from the
 // fleet while its maintenance connection lives — would hold the lock for ever: a node that
 // fails to take the lock checks whether its holder's node still has a lease, and if not,
-// terminates that connection (JobStore::DeposeLostLeader), so leadership moves within a lease.
+// terminates that connection (FleetStore::DeposeLostLeader), so leadership moves within a lease.
 //
 // Threads: the maintenance thread owns the connection; is_leader() from any thread.
 #pragma once
@@ -37,6 +37,7 @@
 #include <string>
 #include <thread>
 
+#include "fleet_store.h"
 #include "logger.h"
 #include "metrics.h"
 #include "store_connection.h"
@@ -86,7 +87,7 @@ class Maintenance {
   std::atomic<uint64_t> pruned_{0};
 
   // Only touched by the maintenance thread.
-  StoreConnection store_;
+  StoreConnection<FleetStore> store_;
   std::chrono::steady_clock::time_point next_rescue_{};
   std::chrono::steady_clock::time_point next_park_{};
   std::chrono::steady_clock::time_point next_reconcile_{};

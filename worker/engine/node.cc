@@ -14,8 +14,8 @@
 #include "breaker_keeper.h"
 #include "completion_writer.h"
 #include "exit_codes.h"
+#include "fleet_store.h"
 #include "http_sender.h"
-#include "job_store.h"
 #include "logger.h"
 #include "maintenance.h"
 #include "metrics.h"
@@ -120,7 +120,7 @@ int Node::Run() {
   Metrics metrics(kVersion);
   Metrics* record = recording ? &metrics : nullptr;
 
-  StoreConnection store(database_);
+  StoreConnection<FleetStore> store(database_);
   try {
     pqxx::connection conn(database_);
     Migrator migrator(conn, EmbeddedMigrations());
@@ -137,7 +137,7 @@ int Node::Run() {
     store.Get().RegisterTiers(tier_names);
     // A node restarting under its old name (a fixed `node`) finds the jobs its previous life
     // left executing: they would look alive under the new lease, so they go back first.
-    JobStore::Rescue own = store.Get().RescueLost(options.node);
+    Rescue own = store.Get().RescueLost(options.node);
     if (own.jobs > 0) {
       if (record) record->rescued().Increment(static_cast<double>(own.jobs));
       Log(LogLevel::kWarn, "jobs_rescued",
@@ -167,7 +167,7 @@ int Node::Run() {
   maintenance_options.metrics = record;
   Maintenance maintenance(maintenance_options);
   // Each runner's own connection, used only by its thread: declared first, so it outlives it.
-  std::map<std::string, std::unique_ptr<StoreConnection>> runner_stores;
+  std::map<std::string, std::unique_ptr<StoreConnection<ClaimStore>>> runner_stores;
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
   HttpSender::Options sender_options;
   std::vector<Network> allowed;
@@ -188,8 +188,8 @@ int Node::Run() {
   }
   auto sender = std::make_unique<HttpSender>(std::move(sender_options));
   for (const auto& tier : config_.tiers) {
-    StoreConnection& store =
-        *runner_stores.emplace(tier.name, std::make_unique<StoreConnection>(database_))
+    StoreConnection<ClaimStore>& store =
+        *runner_stores.emplace(tier.name, std::make_unique<StoreConnection<ClaimStore>>(database_))
              .first->second;
     runners.emplace(tier.name, std::make_unique<QueueRunner>(
                                    QueueRunner::Options{

@@ -39,7 +39,7 @@ CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
 }
 
-QueueRunner::QueueRunner(Options options, StoreConnection& store, HttpSender& sender,
+QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender,
                          CompletionWriter& writer, BreakerKeeper& keeper)
     : options_(std::move(options)),
       store_(store),

@@ -76,11 +76,11 @@
 #include "breaker_keeper.h"
 #include "cap_demotion.h"
 #include "cap_ledger.h"
+#include "claim_store.h"
 #include "completion_writer.h"
 #include "config.h"
 #include "endpoint_answers.h"
 #include "http_sender.h"
-#include "job_store.h"
 #include "logger.h"
 #include "metrics.h"
 #include "retry_policy.h"
@@ -101,7 +101,7 @@ class QueueRunner {
   // enqueued while no node ran). `store` is the runner's own connection: from here on only the
   // runner thread uses it (and HandBackInFlight() after the thread has ended). `store`,
   // `writer` and `keeper` must outlive the runner; `sender` must be destroyed before it.
-  QueueRunner(Options options, StoreConnection& store, HttpSender& sender, CompletionWriter& writer,
+  QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender, CompletionWriter& writer,
               BreakerKeeper& keeper);
   // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
   ~QueueRunner();
@@ -166,7 +166,7 @@ class QueueRunner {
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
   const Options options_;
-  StoreConnection& store_;  // used only by the runner thread (and HandBackInFlight() after it)
+  StoreConnection<ClaimStore>& store_;  // used only by the runner thread (and HandBackInFlight() after it)
   HttpSender& sender_;
   CompletionWriter& writer_;
   BreakerKeeper& keeper_;

@@ -17,7 +17,7 @@
 #include <optional>
 
 #include "http_sender.h"
-#include "job_store.h"  // ClaimedJob
+#include "store_types.h"  // ClaimedJob
 
 namespace bulkhead {
 

@@ -284,7 +284,7 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
   return t;
 }
 
-void Metrics::SetFleetSample(const JobStore::FleetCounts& sample) {
+void Metrics::SetFleetSample(const FleetCounts& sample) {
   std::lock_guard lock(mu_);
   prometheus::Family<prometheus::Gauge>* families[3] = {jobs_, breakers_, lag_};
   std::vector<prometheus::Gauge*> now[3];
@@ -334,8 +334,8 @@ void Metrics::RefreshProcess() {
   resident_bytes_->Set(ResidentBytes());
   open_fds_->Set(OpenFds());
   // The connections' totals are process-wide atomics (StoreConnection): mirror their growth.
-  uint64_t reconnects = StoreConnection::reconnects();
-  uint64_t errors = StoreConnection::errors();
+  uint64_t reconnects = StoreConnections::reconnects();
+  uint64_t errors = StoreConnections::errors();
   if (reconnects > reconnects_seen_) {
     reconnects_->Increment(static_cast<double>(reconnects - reconnects_seen_));
     reconnects_seen_ = reconnects;

@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "http_sender.h"
-#include "job_store.h"
+#include "store_types.h"
 #include "verdict.h"  // DeliveryOutcome
 
 namespace bulkhead {
@@ -97,7 +97,7 @@ class Metrics {
   prometheus::Counter& rescued() { return *rescued_; }
 
   // The leader's samples: replaces every series of the three families with `sample`.
-  void SetFleetSample(const JobStore::FleetCounts& sample);
+  void SetFleetSample(const FleetCounts& sample);
   // Not (or no longer) the leader: no fleet-wide series, bulkhead_leader 0.
   void ClearFleetSample();
   void SetLeader(bool leader) { leader_->Set(leader ? 1 : 0); }

@@ -1,11 +1,13 @@
-// StoreConnection: a JobStore on a connection of its own that is opened on first use and
-// dropped after any error, so that the next use reconnects. It is how every thread of a node
-// survives a database restart or failover: catch, Reset(), back off, try again.
+// StoreConnection<Store>: a store (ClaimStore, CompletionStore, BreakerStore, FleetStore) on a
+// connection of its own that is opened on first use and dropped after any error, so that the
+// next use reconnects. It is how every thread of a node survives a database restart or
+// failover: catch, Reset(), back off, try again. Each thread holds the store it uses, so each
+// connection prepares only that store's statements.
 //
 // Owned and used by one thread (see each owner's header); moving ownership to another thread
 // after the first has stopped is fine. The process-wide counts of errors and reconnects (for
-// bulkhead_database_errors_total and bulkhead_reconnects_total) are atomics, read from any
-// thread.
+// bulkhead_database_errors_total and bulkhead_reconnects_total) are atomics in
+// StoreConnections, read from any thread.
 #pragma once
 
 #include <atomic>
@@ -14,19 +16,37 @@
 #include <pqxx/pqxx>
 #include <string>
 
-#include "job_store.h"
-
 namespace bulkhead {
 
-class StoreConnection {
+// Since the process started, over every StoreConnection of any store: Reset() calls, and
+// connections opened again after one. Safe for concurrent use.
+class StoreConnections {
+ public:
+  static uint64_t errors() { return Counters().errors.load(std::memory_order_relaxed); }
+  static uint64_t reconnects() { return Counters().reconnects.load(std::memory_order_relaxed); }
+
+ protected:
+  struct Totals {
+    std::atomic<uint64_t> errors{0};
+    std::atomic<uint64_t> reconnects{0};
+  };
+  static Totals& Counters() {
+    static Totals totals;
+    return totals;
+  }
+};
+
+// `Store` is constructed from a pqxx::connection_base& that outlives it.
+template <typename Store>
+class StoreConnection : public StoreConnections {
  public:
   explicit StoreConnection(std::string database) : database_(std::move(database)) {}
 
   // The store, connecting first if there is no connection. Throws pqxx errors.
-  JobStore& Get() {
+  Store& Get() {
     if (!store_) {
       conn_ = std::make_unique<pqxx::connection>(database_);
-      store_ = std::make_unique<JobStore>(*conn_);
+      store_ = std::make_unique<Store>(*conn_);
       if (lost_) Counters().reconnects.fetch_add(1, std::memory_order_relaxed);
       lost_ = false;
     }
@@ -42,25 +62,11 @@ class StoreConnection {
     conn_.reset();
   }
 
-  // Since the process started, over every StoreConnection: Reset() calls, and connections
-  // opened again after one.
-  static uint64_t errors() { return Counters().errors.load(std::memory_order_relaxed); }
-  static uint64_t reconnects() { return Counters().reconnects.load(std::memory_order_relaxed); }
-
  private:
   const std::string database_;
   std::unique_ptr<pqxx::connection> conn_;
-  std::unique_ptr<JobStore> store_;  // refers to *conn_: declared after it, destroyed first
-  bool lost_ = false;                // Reset() since the last connect: the next is a reconnect
-
-  struct Totals {
-    std::atomic<uint64_t> errors{0};
-    std::atomic<uint64_t> reconnects{0};
-  };
-  static Totals& Counters() {
-    static Totals totals;
-    return totals;
-  }
+  std::unique_ptr<Store> store_;  // refers to *conn_: declared after it, destroyed first
+  bool lost_ = false;             // Reset() since the last connect: the next is a reconnect
 };
 
 }  // namespace bulkhead

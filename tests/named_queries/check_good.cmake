@@ -1,0 +1,10 @@
+# Runs named_queries.cmake on tests/named_queries/good and checks the SQL it embeds.
+cmake_minimum_required(VERSION 3.25)
+include(${BULKHEAD_SOURCE_DIR}/worker/store/named_queries.cmake)
+file(READ ${BULKHEAD_QUERY_OUTPUT} generated)
+string(FIND "${generated}" "{\"a.sql\", \"FooBar\", \"foo_bar\"," at_name)
+string(FIND "${generated}" "SELECT ((3 * 2) + least(4, 4)) + (2 * 2) AS n" at_sql)
+if(at_name LESS 0 OR at_sql LESS 0)
+  message(FATAL_ERROR "unexpected output:\n${generated}")
+endif()
+message(STATUS "named queries: good")

@@ -1,0 +1,3 @@
+-- name: Foo
+-- One.
+SELECT 1

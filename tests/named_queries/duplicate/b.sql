@@ -1,0 +1,3 @@
+-- name: Foo
+-- Two.
+SELECT 2

@@ -1,0 +1,14 @@
+-- A file that configures: a fragment with arguments used inside another's argument.
+
+-- fragment: twice(x)
+-- Doubles x.
+({{x}} * 2)
+
+-- fragment: sum(a, b)
+-- Adds a and b.
+({{a}} + {{b}})
+
+-- name: FooBar
+-- Returns 14.
+-- Nested: sum(twice(3), least(4, 4)) is (6 + 4) … plus twice(2).
+SELECT {{sum({{twice(3)}}, least(4, 4))}} + {{twice(2)}} AS n

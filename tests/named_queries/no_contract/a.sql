@@ -1,0 +1,2 @@
+-- name: Foo
+SELECT 1

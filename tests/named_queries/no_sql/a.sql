@@ -1,0 +1,6 @@
+-- name: Foo
+-- A contract and nothing else.
+
+-- name: Bar
+-- One.
+SELECT 1

@@ -1,0 +1,7 @@
+-- fragment: loop
+-- Uses itself.
+{{loop}} + 1
+
+-- name: Foo
+-- Never ends.
+SELECT {{loop}}

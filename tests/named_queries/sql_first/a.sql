@@ -1,0 +1,5 @@
+SELECT 0
+
+-- name: Foo
+-- One.
+SELECT 1

@@ -1,0 +1,3 @@
+-- name: Foo
+-- Uses a fragment nobody defined.
+SELECT {{nope}}

@@ -1,0 +1,135 @@
+-- The admin jobs store's statements: what bulkhead status, jobs, replay and cancel run
+-- (worker/admin_jobs_store.h). Format: see claim_store.sql.
+--
+-- Each runs once per command, so it is planned with its parameters (a custom plan): the
+-- `$n IS NULL OR …` filters fold away and the indexes of the remaining filters are used.
+
+-- name: QueueStatus
+-- Per tier: its waiting jobs by state and its lag.
+-- Per tier, its waiting jobs by state and its lag (the age of the oldest due
+-- available job: the first entry of each priority's range in jobs_claim). Every count reads
+-- only a partial index of unfinished rows (jobs_claim, jobs_executing, jobs_parked), so its
+-- cost follows the backlog and never the finished history.
+SELECT q.name AS queue,
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.queue = q.name AND j.state = 'available' AND j.scheduled_at <= now()) AS available,
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.queue = q.name AND j.state = 'available' AND j.scheduled_at > now()) AS scheduled,
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'executing')
+         AS executing,
+       (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'parked') AS parked,
+       coalesce(extract(epoch FROM now() - (
+         SELECT min(first.scheduled_at)
+           FROM generate_series(1, 3) AS p(priority)
+          CROSS JOIN LATERAL (
+                SELECT j.scheduled_at FROM bulkhead.jobs j
+                 WHERE j.queue = q.name AND j.state = 'available' AND j.priority = p.priority
+                   AND j.scheduled_at <= now()
+                 ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0) AS lag_s
+  FROM bulkhead.tiers q
+ ORDER BY q.name
+
+-- name: NodeStatus
+-- The registered nodes, their heartbeat and lease, and their jobs in flight.
+-- The registered nodes, their heartbeat and lease, and the jobs each holds in
+-- flight (jobs_executing, one index range per node).
+SELECT n.name, coalesce(n.host, '') AS host, coalesce(n.version, '') AS version,
+       array_to_string(n.tiers, ',') AS tiers, coalesce(n.pid, 0) AS pid,
+       extract(epoch FROM now() - n.heartbeat_at)::float8 AS heartbeat_age_s,
+       extract(epoch FROM n.lease_until - now())::float8 AS lease_left_s,
+       (SELECT count(*) FROM bulkhead.jobs j
+         WHERE j.state = 'executing' AND j.attempted_by = n.name) AS executing
+  FROM bulkhead.nodes n
+ ORDER BY n.name
+
+-- name: ListJobs
+-- The newest jobs matching channel $1, tenant $2, state $3, at most $4.
+-- The newest jobs first (the primary key walked backwards), filtered by channel,
+-- tenant and state, at most $4. The payload is never read out, only its size; the last error
+-- is cut to 200 characters. A filter that matches few of many rows walks far: the command
+-- bounds it with a statement timeout.
+SELECT j.id, j.queue, coalesce(t.name, j.tenant_id::text) AS tenant, j.state,
+       j.channel_id AS channel, j.priority, j.attempt, j.max_attempts,
+       {{utc(j.created_at)}} AS created_at,
+       {{utc(j.scheduled_at)}} AS scheduled_at,
+       coalesce({{utc(j.finished_at)}}, '') AS finished_at,
+       pg_column_size(j.payload)::bigint AS payload_bytes,
+       coalesce(left(j.last_error, 200), '') AS last_error
+  FROM bulkhead.jobs j LEFT JOIN bulkhead.tenants t ON t.id = j.tenant_id
+ WHERE ($1::bigint IS NULL OR j.channel_id = $1)
+   AND ($2::bigint IS NULL OR j.tenant_id = $2)
+   AND ($3::text IS NULL OR j.state = $3)
+ ORDER BY j.id DESC
+ LIMIT $4
+
+-- name: Replay
+-- Discarded jobs matching $1–$7 back to the queue with a fresh budget, at most $8.
+-- Discarded jobs back to the queue, oldest discarded first, at most $8 of them
+-- (jobs_finished walked from $4/$5 on; by id through the primary key). Each gets a fresh
+-- attempt budget (attempt 0 of its max_attempts), is due now, goes to the queue of its
+-- tenant's tier now, and waits behind every channel's fresh deliveries (priority 3, as an
+-- unparked backlog) so that a large replay cannot starve them. A job whose channel's breaker
+-- is not closed, or that is paused (a disabled channel is), is replayed parked. Its attempt
+-- log and last error stay as history. One more row than the limit is locked to tell whether
+-- more remain. Wakes the queues that got available jobs.
+WITH picked AS (
+  SELECT j.id, j.finished_at FROM bulkhead.jobs j
+   WHERE j.state = 'discarded'
+     AND ($1::bigint IS NULL OR j.id = $1)
+     AND ($2::bigint IS NULL OR j.channel_id = $2)
+     AND ($3::bigint IS NULL OR j.tenant_id = $3)
+     AND ($4::timestamptz IS NULL OR j.finished_at >= $4)
+     AND ($5::bigint IS NULL OR j.finished_at >= now() - $5 * interval '1 second')
+     AND ($6::timestamptz IS NULL OR j.finished_at < $6)
+     AND ($7::bigint IS NULL OR j.finished_at < now() - $7 * interval '1 second')
+   ORDER BY j.finished_at, j.id
+   LIMIT $8 + 1
+     FOR UPDATE SKIP LOCKED
+), chosen AS (
+  SELECT id FROM picked ORDER BY finished_at, id LIMIT $8
+), replayed AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = CASE WHEN flow.ok THEN 'available' ELSE 'parked' END,
+         priority = 3, attempt = 0, finished_at = NULL, scheduled_at = now(), queue = t.tier
+    FROM chosen, bulkhead.channels AS ch, bulkhead.tenants AS t,
+         LATERAL (SELECT {{flowing}}) AS flow(ok)
+   WHERE j.id = chosen.id AND ch.id = j.channel_id AND t.id = j.tenant_id
+  RETURNING j.state, j.queue
+)
+SELECT (SELECT count(*) FROM replayed) AS jobs,
+       (SELECT count(*) FROM replayed WHERE state = 'available') AS available,
+       (SELECT count(*) FROM replayed WHERE state = 'parked') AS parked,
+       (SELECT count(*) FROM picked) > $8 AS more,
+       (SELECT count(pg_notify('bulkhead_jobs', queue))
+          FROM (SELECT DISTINCT queue FROM replayed WHERE state = 'available') AS woken) AS woken
+
+-- name: Cancel
+-- Waiting jobs matching id $1, channel $2, tenant $3 to cancelled, at most $4.
+-- Waiting jobs (available, due or not, and parked) to cancelled, at most $4, by id or
+-- by channel (jobs_channel_available, jobs_parked) or tenant (its channels, then the same).
+-- A job in flight is not waiting and is left alone: its attempt finishes and is recorded as
+-- usual. Rows another session holds (a claim taking them right now) are skipped.
+WITH picked AS (
+  SELECT j.id FROM bulkhead.jobs j
+   WHERE j.state IN ('available', 'parked')
+     AND ($1::bigint IS NULL OR j.id = $1)
+     AND ($2::bigint IS NULL OR j.channel_id = $2)
+     AND ($3::bigint IS NULL
+          OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $3))
+   LIMIT $4 + 1
+     FOR UPDATE SKIP LOCKED
+), chosen AS (
+  SELECT id FROM picked LIMIT $4
+), cancelled AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'cancelled', finished_at = now()
+    FROM chosen
+   WHERE j.id = chosen.id
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM cancelled) AS jobs, (SELECT count(*) FROM picked) > $4 AS more
+
+-- name: FindJob
+-- Job $1's state, node and attempt.
+-- One job's state and owner, to explain a cancel that changed nothing.
+SELECT state, coalesce(attempted_by, '') AS node, attempt FROM bulkhead.jobs WHERE id = $1

@@ -1,0 +1,100 @@
+-- The breaker store's statements: the breaker keeper's transitions (worker/breaker_store.h).
+-- Format: see claim_store.sql.
+--
+-- The breaker: every transition one compare-and-set statement.
+--
+-- A transition's WHERE names the state it leaves (and, for a probe's answer, the probe's job),
+-- so when several nodes try the same transition at once exactly one matches the row; the
+-- others update nothing and learn the new state from the NOTIFY. The backlog moves in the same
+-- statement as the state, so no crash can leave an open breaker with its backlog claimable,
+-- or a closed one with its backlog parked — except through the two enqueue races the claim
+-- and the reconciler repair (see Claim in claim_store.sql and ReconcileParked in
+-- fleet_store.sql). The probe's own transition, open → half_open, is ClaimProbes in
+-- claim_store.sql: the runner that sends the probe claims it.
+--
+-- Every transition sends NOTIFY bulkhead_breakers, '<channel id> <new state>' at commit.
+
+-- fragment: grown_cooldown(base, cap)
+-- The cooldown after the n-th opening in a row: base × 2^(n−1), at most the cap. `base` and
+-- `cap` are in ms; `breaker_trips` is the count before this opening.
+least({{base}}::float8 * power(2, least(breaker_trips, 40)), {{cap}}::float8)
+  * interval '1 millisecond'
+
+-- name: OpenBreaker
+-- closed → open for channel $1, parking its waiting backlog; the probe may go after $2 ms.
+-- Closed → open, parking the channel's whole waiting backlog (available, at any
+-- priority, due or not) in the same statement. A first opening waits the tier's base cooldown.
+WITH opened AS (
+  UPDATE bulkhead.channels
+     SET breaker_state = 'open', breaker_changed_at = now(),
+         breaker_probe_at = now() + $2 * interval '1 millisecond',
+         breaker_trips = breaker_trips + 1, breaker_reason = $3
+   WHERE id = $1 AND breaker_state = 'closed'
+  RETURNING id
+), parked AS (
+  {{park_backlog(opened)}}
+)
+SELECT (SELECT count(*) FROM opened) AS done,
+       (SELECT count(*) FROM parked) AS jobs,
+       (SELECT count(pg_notify('bulkhead_breakers', id || ' open')) FROM opened) AS notified
+
+-- name: CloseBreaker
+-- half_open → closed for channel $1 after probe job $2 succeeded, unparking the backlog.
+-- Half_open → closed after this probe succeeded, returning the parked backlog
+-- to the queue in the same statement. Unparked jobs keep priority 3 and their scheduled_at:
+-- every channel's fresh deliveries (priority 1) still come first, and a retry that was
+-- waiting keeps waiting. A paused channel's backlog stays parked until it is resumed.
+WITH closed AS (
+  UPDATE bulkhead.channels
+     SET breaker_state = 'closed', breaker_changed_at = now(), breaker_probe_at = NULL,
+         breaker_probe_job = NULL, breaker_trips = 0
+   WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
+  RETURNING id, paused
+), unparked AS (
+  {{unpark_backlog(closed, NOT closed.paused)}}
+)
+SELECT (SELECT count(*) FROM closed) AS done,
+       (SELECT count(*) FROM unparked) AS jobs,
+       (SELECT count(pg_notify('bulkhead_breakers', id || ' closed')) FROM closed) AS notified,
+       {{wake_queues(unparked)}} AS woken
+
+-- name: ReopenBreaker
+-- half_open → open for channel $1 after probe job $2 failed, with the grown cooldown.
+-- Half_open → open after this probe failed, with a longer cooldown; parks
+-- whatever became available meanwhile.
+WITH reopened AS (
+  UPDATE bulkhead.channels
+     SET breaker_state = 'open', breaker_changed_at = now(),
+         breaker_probe_at = now() + {{grown_cooldown($3, $4)}},
+         breaker_probe_job = NULL, breaker_trips = breaker_trips + 1, breaker_reason = $5
+   WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
+  RETURNING id
+), parked AS (
+  {{park_backlog(reopened)}}
+)
+SELECT (SELECT count(*) FROM reopened) AS done,
+       (SELECT count(*) FROM parked) AS jobs,
+       (SELECT count(pg_notify('bulkhead_breakers', id || ' open')) FROM reopened) AS notified
+
+-- name: ExpireProbes
+-- half_open → open for queue $1's channels whose probe ran out of time.
+-- Half_open → open for this queue's channels whose probe ran out of time (the
+-- prober died, or its answer was lost), with the grown cooldown of a failed probe.
+WITH expired AS (
+  UPDATE bulkhead.channels AS ch
+     SET breaker_state = 'open', breaker_changed_at = now(),
+         breaker_probe_at = now() + {{grown_cooldown($2, $3)}},
+         breaker_reason = 'probe job ' || ch.breaker_probe_job || ' got no answer in time',
+         breaker_probe_job = NULL, breaker_trips = ch.breaker_trips + 1
+    FROM bulkhead.tenants AS t
+   WHERE t.id = ch.tenant_id AND t.tier = $1
+     AND ch.breaker_state = 'half_open' AND ch.breaker_probe_at <= now()
+  RETURNING ch.id
+)
+SELECT count(pg_notify('bulkhead_breakers', id || ' open')) AS expired FROM expired
+
+-- name: NotClosedBreakers
+-- The channels whose breaker is not closed, fleet-wide.
+-- The node's view of the fleet's breakers, refreshed every few seconds
+-- in case a NOTIFY was missed. Reads only channels_breaker_due's rows.
+SELECT id FROM bulkhead.channels WHERE breaker_state <> 'closed'

@@ -1,0 +1,153 @@
+#include "claim_store.h"
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "named_queries.h"
+
+namespace bulkhead {
+namespace {
+
+// A row of Claim or ClaimProbes, read by column name; `old_secrets` is the space-separated old
+// secrets (NULL: none).
+ClaimedJob ClaimedFromRow(const pqxx::row& row) {
+  ClaimedJob job;
+  job.id = row["id"].as<int64_t>();
+  job.channel_id = row["channel_id"].as<int64_t>();
+  job.tenant_id = row["tenant_id"].as<int64_t>();
+  job.attempt = row["attempt"].as<int>();
+  job.max_attempts = row["max_attempts"].as<int>();
+  job.payload = row["payload"].as<std::string>();
+  job.url = row["url"].as<std::string>();
+  job.secret = row["secret"].as<std::string>();
+  const pqxx::field old = row["old_secrets"];
+  if (!old.is_null()) {
+    std::string_view rest = old.c_str();
+    while (!rest.empty()) {
+      size_t space = rest.find(' ');
+      job.old_secrets.emplace_back(rest.substr(0, space));
+      if (space == std::string_view::npos) break;
+      rest.remove_prefix(space + 1);
+    }
+  }
+  return job;
+}
+
+// A PostgreSQL array literal of integers: {1,2,3}.
+std::string PgArray(const std::vector<int64_t>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(items[i]);
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace
+
+ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
+  PrepareQueries(conn_, kStatements);
+}
+
+std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
+                                          const std::string& node, const ClaimLimits& limits,
+                                          int* parked) {
+  std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
+  for (const auto& [id, n] : limits.channels_in_flight) {
+    channels.push_back(id);
+    channel_counts.push_back(n);
+  }
+  for (const auto& [id, n] : limits.tenants_in_flight) {
+    tenants.push_back(id);
+    tenant_counts.push_back(n);
+  }
+  // The claim's custom plans cost more to make (5–10 ms, for its many CTEs) than to run, and
+  // its generic plan is as good for every parameter: the LATERALs fix its shape. Plan once.
+  // The setting is the session's, made once per connection: as SET LOCAL it cost a
+  // transaction block, BEGIN, SET, claim and COMMIT, four round trips for every claim, where
+  // the claim alone, one statement, is atomic in autocommit. Every later statement on a
+  // claiming connection (the runner's: probes, demotion, hand-back) is planned generically
+  // too; each of those is shaped by its SQL, not by its parameters.
+  if (!generic_plans_) {
+    pqxx::nontransaction(conn_, "generic_plans").exec0("SET plan_cache_mode = force_generic_plan");
+    generic_plans_ = true;
+  }
+  pqxx::nontransaction tx(conn_, "claim");
+  pqxx::result rows = tx.exec_prepared(
+      "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
+      PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(limits.refill));
+  std::vector<ClaimedJob> jobs;
+  jobs.reserve(rows.size());
+  int parked_here = 0;
+  for (const auto& row : rows) {
+    if (row["parked"].as<bool>()) {
+      ++parked_here;
+      continue;
+    }
+    jobs.push_back(ClaimedFromRow(row));
+    jobs.back().wait_s = row["wait_s"].as<double>();
+  }
+  if (parked) *parked = parked_here;
+  return jobs;
+}
+
+std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
+                                          const std::string& node, int* parked) {
+  return Claim(queue, limit, node, ClaimLimits{}, parked);
+}
+
+std::vector<ClaimedJob> ClaimStore::ClaimProbes(const std::string& queue, int limit,
+                                                const std::string& node, int64_t probe_window_ms) {
+  pqxx::work tx(conn_, "claim_probes");
+  pqxx::result rows = tx.exec_prepared("claim_probes", queue, limit, node, probe_window_ms);
+  tx.commit();
+  std::vector<ClaimedJob> jobs;
+  for (const auto& row : rows) {
+    jobs.push_back(ClaimedFromRow(row));
+    jobs.back().probe = true;
+  }
+  return jobs;
+}
+
+int ClaimStore::DemoteChannel(int64_t channel) {
+  pqxx::work tx(conn_, "demote_channel");
+  int demoted = static_cast<int>(tx.exec_prepared("demote_channel", channel).affected_rows());
+  tx.commit();
+  return demoted;
+}
+
+int ClaimStore::DemoteTenant(int64_t tenant) {
+  pqxx::work tx(conn_, "demote_tenant");
+  int demoted = static_cast<int>(tx.exec_prepared("demote_tenant", tenant).affected_rows());
+  tx.commit();
+  return demoted;
+}
+
+int ClaimStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {
+  pqxx::work tx(conn_, "snooze_channel");
+  int snoozed =
+      static_cast<int>(tx.exec_prepared("snooze_channel", channel, delay_ms).affected_rows());
+  tx.commit();
+  return snoozed;
+}
+
+GoneOutcome ClaimStore::DisableGone(const GoneAnswer& answer, const std::string& node) {
+  pqxx::work tx(conn_, "disable_gone");
+  pqxx::result rows = tx.exec_prepared("disable_gone", answer.channel, answer.job, answer.attempt,
+                                       node, answer.error, answer.duration_ms);
+  tx.commit();
+  if (rows.empty()) return {};
+  return {rows[0]["was_enabled"].as<bool>(), rows[0]["jobs"].as<int64_t>()};
+}
+
+int ClaimStore::HandBack(const std::vector<OwnedJob>& jobs, const std::string& node) {
+  nlohmann::json batch = nlohmann::json::array();
+  for (const auto& j : jobs) batch.push_back({{"id", j.id}, {"attempt", j.attempt}});
+  pqxx::work tx(conn_, "hand_back");
+  int written = static_cast<int>(tx.exec_prepared("hand_back", batch.dump(), node).affected_rows());
+  tx.commit();
+  return written;
+}
+
+}  // namespace bulkhead

@@ -1,0 +1,72 @@
+// ClaimStore: what a queue runner runs against the database — the claim, the breaker's probe
+// claim, demotion of a capped backlog, the Retry-After snooze, the 410 Gone disable, and the
+// hand-back at shutdown. Its SQL, with each statement's contract and reasons, is
+// worker/store/claim_store.sql; the store prepares only those statements on its connection.
+//
+// One ClaimStore per connection, and both belong to the queue runner's thread. Database errors
+// throw pqxx exceptions; the runner catches them, resets its StoreConnection and backs off.
+// Construction throws std::logic_error when the build embedded no statement of a name it
+// needs (named_queries.h).
+#pragma once
+
+#include <cstdint>
+#include <pqxx/pqxx>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store_types.h"
+
+namespace bulkhead {
+
+class ClaimStore {
+ public:
+  // The names (worker/store/claim_store.sql) of the statements it prepares.
+  static constexpr std::string_view kStatements[] = {
+      "Claim",         "ClaimProbes", "DemoteChannel", "DemoteTenant",
+      "SnoozeChannel", "DisableGone", "HandBack"};
+
+  // Prepares its statements on `conn`, which must outlive the store.
+  explicit ClaimStore(pqxx::connection_base& conn);
+
+  // Claims up to `limit` due jobs of `queue` for `node`, in (priority, scheduled_at, id)
+  // order, marking them executing with attempt + 1, and never taking a channel or a tenant
+  // past its cap given what the node already runs (`limits`). Picked jobs whose channel's
+  // breaker is not closed, or that is paused, are parked instead; `parked` (if given) gets
+  // their count.
+  std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
+                                const ClaimLimits& limits, int* parked = nullptr);
+  // The same without caps.
+  std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
+                                int* parked = nullptr);
+
+  // For up to `limit` channels of `queue` whose cooldown is over: open → half_open, and their
+  // oldest due parked job claimed by `node` as the probe, which must answer within
+  // probe_window_ms. Jobs come back with probe = true.
+  std::vector<ClaimedJob> ClaimProbes(const std::string& queue, int limit, const std::string& node,
+                                      int64_t probe_window_ms);
+
+  // Demotes the fresh waiting jobs (priority 1 → 2) of a channel, or of every channel of a
+  // tenant, that reached its cap on a node. Returns the jobs demoted.
+  int DemoteChannel(int64_t channel);
+  int DemoteTenant(int64_t tenant);
+
+  // Pushes the channel's available jobs to no earlier than now() + delay_ms (a Retry-After);
+  // never earlier than they were. Returns the jobs moved.
+  int SnoozeChannel(int64_t channel, int64_t delay_ms);
+
+  // Disables and pauses the channel (disabled_reason: "the endpoint answered 410 Gone at
+  // <UTC time> (job <id>)"), parks its waiting backlog and the answering job (its attempt not
+  // spent, if `node` still owns it at that attempt), in one statement.
+  GoneOutcome DisableGone(const GoneAnswer& answer, const std::string& node);
+
+  // Gives claimed jobs back as available without spending their attempt. Returns the rows.
+  int HandBack(const std::vector<OwnedJob>& jobs, const std::string& node);
+
+ private:
+  pqxx::connection_base& conn_;
+  // Whether this session plans generically (set by the first Claim; see there).
+  bool generic_plans_ = false;
+};
+
+}  // namespace bulkhead

@@ -1,0 +1,36 @@
+// CompletionStore: what the completion writer runs — one statement that writes a whole batch
+// of attempt results back (worker/store/completion_store.sql). The store prepares only it.
+//
+// One CompletionStore per connection, and both belong to the completion writer's thread.
+// Database errors throw pqxx exceptions; the writer catches them, resets its StoreConnection
+// and keeps the batch. Construction throws std::logic_error when the build embedded no
+// statement of a name it needs (named_queries.h).
+#pragma once
+
+#include <pqxx/pqxx>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store_types.h"
+
+namespace bulkhead {
+
+class CompletionStore {
+ public:
+  // The names (worker/store/completion_store.sql) of the statements it prepares.
+  static constexpr std::string_view kStatements[] = {"Record"};
+
+  // Prepares its statement on `conn`, which must outlive the store.
+  explicit CompletionStore(pqxx::connection_base& conn);
+
+  // Writes a batch of results for jobs `node` still owns at the given attempt: completes the
+  // delivered, reschedules the failed, discards those out of attempts. Stale results (the job
+  // was handed back, rescued or claimed again) change nothing. Returns the rows written.
+  int Record(const std::vector<AttemptResult>& results, const std::string& node);
+
+ private:
+  pqxx::connection_base& conn_;
+};
+
+}  // namespace bulkhead

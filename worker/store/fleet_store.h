@@ -1,0 +1,79 @@
+// FleetStore: what keeps the fleet — a node's registration, heartbeat and removal (Node), and
+// the maintenance leader's rounds (Maintenance): leadership by advisory lock, deposing a lost
+// leader, rescuing the jobs of lost nodes, the breaker's two repairs (parking behind open
+// breakers, unparking stranded jobs), pruning, and the fleet-wide samples for the metrics. Its
+// SQL is worker/store/fleet_store.sql; the store prepares only those statements.
+//
+// One FleetStore per connection, and both belong to one thread: the node's main thread, or the
+// maintenance thread (whose connection is the one that holds the leadership lock). Database
+// errors throw pqxx exceptions; callers catch them, reset their StoreConnection and retry.
+// Construction throws std::logic_error when the build embedded no statement of a name it
+// needs (named_queries.h).
+#pragma once
+
+#include <cstdint>
+#include <pqxx/pqxx>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "store_types.h"
+
+namespace bulkhead {
+
+class FleetStore {
+ public:
+  // The names (worker/store/fleet_store.sql) of the statements it prepares.
+  static constexpr std::string_view kStatements[] = {
+      "RegisterTiers",  "RegisterNode",    "Heartbeat",   "RemoveNode",     "Lead",
+      "Depose",         "RescueLost",      "ForgetNodes", "PruneFinished",  "PruneOldSecrets",
+      "ParkBehindOpen", "ReconcileParked", "SampleJobs",  "SampleBreakers", "SampleLag"};
+
+  // Prepares its statements on `conn`, which must outlive the store.
+  explicit FleetStore(pqxx::connection_base& conn);
+
+  // ---- The node (Node) ----
+
+  // Makes the tiers known to the database (no-op for known ones).
+  void RegisterTiers(const std::vector<std::string>& tiers);
+  // Inserts or refreshes this node's row, with a lease of `lease_ms` from now.
+  void RegisterNode(const std::string& node, const std::string& host, int pid,
+                    const std::string& version, const std::vector<std::string>& tiers,
+                    int64_t lease_ms);
+  // Moves the node's heartbeat to now and its lease to now + lease_ms.
+  void Heartbeat(const std::string& node, int64_t lease_ms);
+  // Removes the node's row (clean shutdown).
+  void RemoveNode(const std::string& node);
+
+  // ---- Fleet maintenance (the leader's) ----
+
+  // Takes the fleet's leadership for this connection's session, which it names after `node`,
+  // if no other session holds it (or this one already does). It ends with the connection.
+  bool TryLead(const std::string& node);
+  // Terminates the leader's connection if it belongs to no node with a running lease (a frozen
+  // or cut-off leader). Returns the connections terminated (0 or 1).
+  int DeposeLostLeader();
+  // Returns the executing jobs of nodes whose lease ran out, and of the node `also` (a node
+  // restarting under its old name; empty for none), to the queue, or discards those that used
+  // their last attempt.
+  Rescue RescueLost(const std::string& also = "");
+  // Removes the rows of nodes whose lease ended over `after_ms` ago and that own no job.
+  int ForgetNodes(int64_t after_ms);
+  // Deletes up to `batch` jobs finished over `retention_ms` ago. Returns how many.
+  int PruneFinished(int64_t retention_ms, int batch);
+  // Deletes old channel secrets whose rotation window ended and clears the claim's gate of
+  // channels left without any. Returns the secrets deleted.
+  int PruneOldSecrets();
+  // Unparks the jobs of closed, unpaused channels. Returns {jobs, channels}.
+  std::pair<int64_t, int64_t> ReconcileParked();
+  // Parks the available jobs of channels whose breaker is not closed. Returns {jobs, channels}.
+  std::pair<int64_t, int64_t> ParkBehindOpenBreakers();
+  // Reads the three samples in one snapshot; each reads one partial index, never finished rows.
+  FleetCounts SampleFleet();
+
+ private:
+  pqxx::connection_base& conn_;
+};
+
+}  // namespace bulkhead

@@ -1,0 +1,255 @@
+-- The fleet store's statements: the node's registration and heartbeat, and the maintenance
+-- leader's rounds — leadership, rescue, the breaker's repairs, pruning and the metrics samples
+-- (worker/fleet_store.h). Format: see claim_store.sql.
+--
+-- The leader's samples for the metrics (bulkhead_jobs, _breakers, _queue_lag_seconds) are run
+-- by the maintenance leader every 15 s, never per scrape. Each reads one partial index's
+-- rows only — the waiting, executing and not-closed — so finished jobs, however many, are
+-- never read: the cost grows with the backlog (a million parked rows: ~0.2 s every 15 s on
+-- one node of the fleet), not with the table. Every tier comes back, with 0 for an empty
+-- state, so a series does not vanish when its count reaches 0.
+
+-- name: RegisterTiers
+-- Makes the tiers in the JSON array $1 known (no-op for known ones).
+-- A node makes the tiers it serves known, so tenants can be put on them.
+INSERT INTO bulkhead.tiers (name)
+SELECT jsonb_array_elements_text($1::jsonb)
+ON CONFLICT (name) DO NOTHING
+
+-- name: RegisterNode
+-- Inserts or refreshes node $1's row, with a lease of $6 ms from now.
+-- One row per node name; a restarted node takes its row over.
+INSERT INTO bulkhead.nodes (name, host, pid, version, tiers, started_at, heartbeat_at,
+                            lease_until)
+VALUES ($1, $2, $3, $4, ARRAY(SELECT jsonb_array_elements_text($5::jsonb)), now(), now(),
+        now() + $6 * interval '1 millisecond')
+ON CONFLICT (name) DO UPDATE
+   SET host = EXCLUDED.host, pid = EXCLUDED.pid, version = EXCLUDED.version,
+       tiers = EXCLUDED.tiers, started_at = EXCLUDED.started_at,
+       heartbeat_at = EXCLUDED.heartbeat_at, lease_until = EXCLUDED.lease_until
+
+-- name: Heartbeat
+-- Moves node $1's heartbeat to now and its lease to now + $2 ms.
+UPDATE bulkhead.nodes
+   SET heartbeat_at = now(), lease_until = now() + $2 * interval '1 millisecond'
+ WHERE name = $1
+
+-- name: RemoveNode
+-- Removes node $1's row (clean shutdown).
+DELETE FROM bulkhead.nodes WHERE name = $1
+
+-- name: Lead
+-- Takes the fleet's leadership for this session, named after node $1, if no other session holds it.
+-- The fleet's maintenance runs on the one node whose maintenance connection holds this
+-- session-level advisory lock. The lock dies with the connection, so when the leader's process
+-- or its connection dies, another node's next try (every few seconds) takes over; no row
+-- records a leader that a crash could leave behind. The connection names itself after its
+-- node (application_name), so that depose can tell whose it is.
+SELECT pg_try_advisory_lock(7094703853087728997) AS led
+  FROM (SELECT set_config('application_name', 'bulkhead-maintenance:' || $1, false)) AS me
+
+-- name: Depose
+-- Terminates the leader's connection if it belongs to no node with a running lease.
+-- A leader that is alive to Postgres but not to the fleet — frozen (SIGSTOP, a stalled
+-- VM), or so cut off that its heartbeat no longer lands — keeps its connection and so the lock.
+-- When the lock's holder belongs to no node with a running lease, it is terminated, which
+-- releases the lock for the next try. Its node, if it ever runs again, finds its connection
+-- gone and competes like any other.
+SELECT count(pg_terminate_backend(a.pid)) AS deposed
+  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+   AND (l.classid::bigint << 32 | l.objid::bigint) = 7094703853087728997
+   AND a.application_name LIKE 'bulkhead-maintenance:%'
+   AND NOT EXISTS (SELECT 1 FROM bulkhead.nodes n
+                    WHERE a.application_name = 'bulkhead-maintenance:' || n.name
+                      AND n.lease_until > now())
+
+-- name: RescueLost
+-- Returns to the queue (or discards) the jobs of nodes whose lease ran out, and of node $1.
+-- Jobs `executing` under a node whose lease has run out (or that has no row at
+-- all, or that is $1: a node starting under the name of its previous, dead self) go back to
+-- the queue: `available` at once, keeping the attempt they spent — the request
+-- may have reached the endpoint, so it counts — or `discarded` if that was their last attempt;
+-- `parked` if their channel's breaker is not closed or the channel is paused. A result the lost
+-- node sends later (a zombie that wakes up) is fenced off by record's WHERE (state, node and
+-- attempt), so it changes nothing.
+-- The nodes that own executing jobs are found by a skip scan over jobs_executing — one index
+-- probe per node — so the cost follows the number of nodes, not of jobs in flight.
+WITH RECURSIVE owner(name) AS (
+  (SELECT j.attempted_by FROM bulkhead.jobs j
+    WHERE j.state = 'executing' ORDER BY j.attempted_by LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.attempted_by FROM bulkhead.jobs j
+           WHERE j.state = 'executing' AND j.attempted_by > o.name
+           ORDER BY j.attempted_by LIMIT 1)
+    FROM owner o
+   WHERE o.name IS NOT NULL
+), lost AS (
+  SELECT o.name FROM owner o
+   WHERE o.name IS NOT NULL
+     AND (o.name = $1
+          OR NOT EXISTS (SELECT 1 FROM bulkhead.nodes n
+                          WHERE n.name = o.name AND n.lease_until > now()))
+), rescued AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded'
+                      WHEN NOT {{flowing}} THEN 'parked'
+                      ELSE 'available' END,
+         priority = CASE WHEN j.attempt < j.max_attempts
+                              AND NOT {{flowing}} THEN 3
+                         ELSE j.priority END,
+         finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+         scheduled_at = CASE WHEN j.attempt >= j.max_attempts THEN j.scheduled_at ELSE now() END,
+         queue = CASE WHEN j.attempt >= j.max_attempts THEN j.queue ELSE t.tier END,
+         last_error = 'rescued: node ' || j.attempted_by || ' lost its lease during attempt '
+                      || j.attempt,
+         attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
+                         ELSE j.attempts END
+                    || jsonb_build_array(jsonb_build_object(
+                         'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
+                         'error', 'rescued: the node lost its lease'))
+    FROM lost, bulkhead.channels ch, bulkhead.tenants t
+   WHERE j.state = 'executing' AND j.attempted_by = lost.name
+     AND ch.id = j.channel_id AND t.id = j.tenant_id
+  RETURNING j.queue, j.state, j.attempted_by
+)
+SELECT (SELECT count(*) FROM rescued) AS jobs,
+       (SELECT count(*) FROM rescued WHERE state = 'discarded') AS discarded,
+       (SELECT coalesce(string_agg(DISTINCT attempted_by, ','), '') FROM rescued) AS nodes,
+       (SELECT count(pg_notify('bulkhead_jobs', queue))
+          FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'available') AS woken) AS woken
+
+-- name: ForgetNodes
+-- Removes the rows of nodes whose lease ended over $1 ms ago and that own no job.
+-- Removes the rows of nodes whose lease ended more than $1 ms ago and that own
+-- no executing job (rescue ran first), so the registry shows the fleet, not its history.
+DELETE FROM bulkhead.nodes n
+ WHERE n.lease_until < now() - $1 * interval '1 millisecond'
+   AND NOT EXISTS (SELECT 1 FROM bulkhead.jobs j
+                    WHERE j.state = 'executing' AND j.attempted_by = n.name)
+
+-- name: PruneFinished
+-- Deletes up to $2 jobs finished over $1 ms ago, oldest first.
+-- Deletes up to $2 jobs that finished (completed, discarded, cancelled) more
+-- than $1 ms ago, oldest first along jobs_finished. Bounded, so that one run never holds locks
+-- or bloats WAL for long; the leader repeats it until a batch comes back short.
+DELETE FROM bulkhead.jobs
+ WHERE id IN (SELECT id FROM bulkhead.jobs
+               WHERE state IN ('completed', 'discarded', 'cancelled')
+                 AND finished_at < now() - $1 * interval '1 millisecond'
+               ORDER BY finished_at, id
+               LIMIT $2)
+
+-- name: PruneOldSecrets
+-- Deletes old channel secrets whose window ended and clears the gate of channels left without any.
+-- Deletes old channel secrets whose rotation window ended, and clears the
+-- claim's gate (channels.old_secrets_until) of channels whose last old secret has expired,
+-- through channels_old_secrets_until. The clearing tests the gate on the row as it is when the
+-- UPDATE reaches it, not on a snapshot: a rotation that moved the gate forward meanwhile keeps
+-- it. Few rows (rotations are rare), so unbatched. Returns the secrets deleted.
+WITH pruned AS (
+  DELETE FROM bulkhead.channel_secrets WHERE expires_at <= now() RETURNING 1
+), cleared AS (
+  UPDATE bulkhead.channels SET old_secrets_until = NULL WHERE old_secrets_until <= now()
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM cleared) AS cleared
+
+-- name: ParkBehindOpen
+-- Parks the available jobs of channels whose breaker is not closed; returns jobs and channels.
+-- Parks the available jobs of every channel whose breaker is not closed.
+-- They get there when an enqueue read the breaker closed and committed after the statement
+-- that opened it — about a thousand jobs when a 10-client backlog is being created as the
+-- breaker opens. The claim would park them too, but only once a slot is free, and a hanging
+-- endpoint holds its slots for the whole request timeout; this runs every second. It reads
+-- only the broken channels (channels_breaker_due) and their available jobs.
+WITH parked AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3
+    FROM bulkhead.channels ch
+   WHERE ch.breaker_state <> 'closed' AND j.channel_id = ch.id AND j.state = 'available'
+  RETURNING j.channel_id
+)
+SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
+
+-- name: ReconcileParked
+-- Unparks the jobs of closed, unpaused channels; returns jobs and channels.
+-- Unparks the jobs of channels that are closed and not paused. They strand
+-- there when an enqueue read the breaker open (or the channel paused) and committed after the
+-- statement that closed it; or when an operator closed a breaker by hand in SQL.
+-- A skip scan over jobs_parked finds the channels that have parked jobs at one index probe
+-- per such channel, so the cost does not grow with the number of parked rows. The channel row
+-- is locked SKIP LOCKED: a channel in the middle of a transition is left for the next round.
+WITH RECURSIVE parked_channel(id) AS (
+  (SELECT j.channel_id FROM bulkhead.jobs j
+    WHERE j.state = 'parked' ORDER BY j.channel_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.channel_id FROM bulkhead.jobs j
+           WHERE j.state = 'parked' AND j.channel_id > p.id ORDER BY j.channel_id LIMIT 1)
+    FROM parked_channel p
+   WHERE p.id IS NOT NULL
+), stranded AS (
+  SELECT ch.id
+    FROM parked_channel p JOIN bulkhead.channels ch ON ch.id = p.id
+   WHERE {{flowing}}
+     FOR NO KEY UPDATE OF ch SKIP LOCKED
+), unparked AS (
+  {{unpark_backlog(stranded, true)}}
+)
+SELECT (SELECT count(*) FROM unparked) AS jobs,
+       (SELECT count(DISTINCT channel_id) FROM unparked) AS channels,
+       {{wake_queues(unparked)}} AS woken
+
+-- name: SampleJobs
+-- Jobs per tier × available, scheduled, parked, executing.
+-- Jobs per queue in the waiting and running states. `available` is what can be
+-- claimed now; `scheduled` is available but not yet due (retries waiting); read on jobs_claim,
+-- jobs_parked and jobs_executing respectively.
+WITH counts AS (
+  SELECT j.queue, CASE WHEN j.scheduled_at <= now() THEN 'available' ELSE 'scheduled' END AS s,
+         count(*) AS n
+    FROM bulkhead.jobs j WHERE j.state = 'available' GROUP BY 1, 2
+  UNION ALL
+  SELECT j.queue, 'parked', count(*) FROM bulkhead.jobs j WHERE j.state = 'parked' GROUP BY 1
+  UNION ALL
+  SELECT j.queue, 'executing', count(*) FROM bulkhead.jobs j WHERE j.state = 'executing'
+   GROUP BY 1
+)
+SELECT t.name AS tier, s.state, coalesce(c.n, 0) AS n
+  FROM bulkhead.tiers t
+ CROSS JOIN (VALUES ('available'), ('scheduled'), ('parked'), ('executing')) AS s(state)
+  LEFT JOIN counts c ON c.queue = t.name AND c.s = s.state
+ ORDER BY 1, 2
+
+-- name: SampleBreakers
+-- Channels per tier × open, half_open.
+-- Channels per tier whose breaker is open or half-open (on
+-- channels_breaker_due); closed is the rest and is not counted, which would read every channel.
+WITH counts AS (
+  SELECT te.tier, ch.breaker_state AS s, count(*) AS n
+    FROM bulkhead.channels ch JOIN bulkhead.tenants te ON te.id = ch.tenant_id
+   WHERE ch.breaker_state <> 'closed'
+   GROUP BY 1, 2
+)
+SELECT t.name AS tier, s.state, coalesce(c.n, 0) AS n
+  FROM bulkhead.tiers t
+ CROSS JOIN (VALUES ('open'), ('half_open')) AS s(state)
+  LEFT JOIN counts c ON c.tier = t.name AND c.s = s.state
+ ORDER BY 1, 2
+
+-- name: SampleLag
+-- Per tier, the age of its oldest claimable job.
+-- Per tier, the age of its oldest claimable job (available and due), 0 when none:
+-- one jobs_claim probe per priority (the index's order is priority first, so the oldest of
+-- each priority is its first due row).
+SELECT t.name AS tier,
+       coalesce(greatest(extract(epoch FROM now() - min(o.scheduled_at)), 0), 0)::float8 AS lag_s
+  FROM bulkhead.tiers t
+ CROSS JOIN (VALUES (1), (2), (3)) AS p(priority)
+  LEFT JOIN LATERAL (
+        SELECT j.scheduled_at FROM bulkhead.jobs j
+         WHERE j.queue = t.name AND j.state = 'available' AND j.priority = p.priority
+           AND j.scheduled_at <= now()
+         ORDER BY j.scheduled_at LIMIT 1) AS o ON true
+ GROUP BY t.name
+ ORDER BY 1

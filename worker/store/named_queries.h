@@ -1,0 +1,39 @@
+// Named queries: the statements of worker/store/*.sql, embedded in the binary at configure time
+// (worker/store/named_queries.cmake), and how a store prepares its own.
+//
+// Each store (ClaimStore, CompletionStore, BreakerStore, FleetStore, AdminChannelStore,
+// AdminJobsStore) lists the names of the statements it runs and prepares only those, each under
+// its snake_case name (ClaimProbes → claim_probes, as EXPLAIN EXECUTE names it). Fragments are
+// already substituted; the contract and the reasons stay in the .sql file, beside the SQL.
+//
+// Immutable after static initialisation: safe for concurrent use.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace pqxx {
+class connection_base;
+}
+
+namespace bulkhead {
+
+struct NamedQuery {
+  std::string_view file;       // the .sql file under worker/ that holds it
+  std::string_view name;       // as in `-- name: ClaimProbes`
+  std::string_view statement;  // the prepared statement's name: claim_probes
+  std::string_view sql;
+};
+
+// Every statement of every worker/store/*.sql, in name order.
+std::span<const NamedQuery> EmbeddedQueries();
+
+// The statement named `name`. Throws std::logic_error naming it when no .sql file has one: a
+// store that asks for a name the build did not embed cannot start.
+const NamedQuery& FindQuery(std::string_view name);
+
+// Defines each of `names` on `conn` under its statement name (libpqxx sends it to the server on
+// first use). Throws std::logic_error for a missing name, as FindQuery.
+void PrepareQueries(pqxx::connection_base& conn, std::span<const std::string_view> names);
+
+}  // namespace bulkhead

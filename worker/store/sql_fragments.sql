@@ -1,0 +1,43 @@
+-- Fragments of SQL that statements of several stores share, written once (format: see
+-- claim_store.sql). A statement uses one as `{{name}}`, or `{{name(arg, …)}}` when it takes
+-- arguments, which its body names `{{param}}`; the build substitutes them at configure time, so
+-- the prepared SQL is what it was when each statement spelled them out.
+
+-- fragment: utc(column)
+-- A timestamptz as UTC ISO 8601 text, as the CLI prints it: 2026-01-31T12:00:00Z.
+to_char({{column}} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+
+-- fragment: flowing
+-- The channel `ch` delivers: its breaker is closed and it is not paused (a disabled channel is
+-- paused too). Where it does not, a waiting job is parked rather than made available — by the
+-- claim, record, rescue and replay alike — and the reconciler unparks only where it does.
+-- bulkhead.route() (schema/0002_breaker.up.sql) applies the same rule at enqueue; migrations
+-- are never edited, so it keeps its own copy.
+(ch.breaker_state = 'closed' AND NOT ch.paused)
+
+-- fragment: park_backlog(changed)
+-- The body of a transition's `parked` CTE: the available jobs (any priority, due or not) of the
+-- channel the CTE `changed` just stopped (id) are parked, priority 3, in the same statement as
+-- the change, so no crash leaves a stopped channel with its backlog claimable.
+UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3
+    FROM {{changed}}
+   WHERE j.channel_id = {{changed}}.id AND j.state = 'available'
+  RETURNING 1
+
+-- fragment: unpark_backlog(changed, condition)
+-- The body of a transition's `unparked` CTE: the parked jobs of the channels the CTE `changed`
+-- let flow again (id) become available where `condition` holds (a channel still paused, or still
+-- broken, keeps its backlog parked). They keep priority 3 and their scheduled_at: every
+-- channel's fresh deliveries still come first, and a retry that was waiting keeps waiting.
+UPDATE bulkhead.jobs AS j
+     SET state = 'available'
+    FROM {{changed}}
+   WHERE j.channel_id = {{changed}}.id AND j.state = 'parked' AND {{condition}}
+  RETURNING j.channel_id, j.queue
+
+-- fragment: wake_queues(moved)
+-- NOTIFY bulkhead_jobs once per queue that got jobs back (the CTE `moved`, with a `queue`
+-- column), so the nodes serving it claim now rather than at their next poll.
+(SELECT count(pg_notify('bulkhead_jobs', queue))
+          FROM (SELECT DISTINCT queue FROM {{moved}}) AS woken)
