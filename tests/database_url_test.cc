@@ -1,4 +1,5 @@
-// ResolveDatabase: the order of design §2 — flag, config, DATABASE_URL, then libpq's PG*.
+// ResolveDatabase: the order of docs/cli.md ("Common rules") — flag, config, DATABASE_URL, then
+// libpq's PG*.
 #include "database_url.h"
 
 #include <gtest/gtest.h>

@@ -12,7 +12,6 @@
 
 #include "claim_store.h"
 #include "cli.h"
-#include "claim_store.h"
 #include "completion_writer.h"
 #include "mock_provider.h"
 #include "node_process.h"

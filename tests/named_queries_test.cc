@@ -1,5 +1,5 @@
-// The named queries of worker/store/*.sql against real PostgreSQL: every store starts, and the server
-// accepts each of its statements as the build embedded it (fragments substituted); every
+// The named queries of worker/store/*.sql against real PostgreSQL: every store starts, and the
+// server accepts each of its statements as the build embedded it (fragments substituted); every
 // embedded statement belongs to exactly one store; a name the build did not embed stops a store
 // from starting, with the name in the error.
 #include "named_queries.h"

@@ -206,7 +206,7 @@ TEST_F(NodeTest, TheAttemptLogKeepsTheNewestTwenty) {
 
 // ---- `bulkhead run` nodes -------------------------------------------------------------------
 
-// Standard Webhooks verification written independently of worker/webhook_signature.cc.
+// Standard Webhooks verification written independently of worker/http/webhook_signature.cc.
 std::string ExpectedSignature(const std::string& secret, const std::string& id,
                               const std::string& timestamp, const std::string& body) {
   std::string encoded = secret.substr(6);  // after "whsec_"

@@ -1,4 +1,4 @@
-// The dead_channel scenario (design §5, after the seed study 003): does one tenant's dead
+// The dead_channel scenario (docs/load.md, after the seed study): does one tenant's dead
 // endpoint degrade another tenant's deliveries?
 //
 // Two tenants on a running node: `healthy` (one channel to the mock's /hook/healthy, on the

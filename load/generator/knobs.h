@@ -1,5 +1,5 @@
 // DeadChannelKnobs: the dead_channel scenario's settings, read from the environment with the
-// seed study's names and defaults (design §5). Pure; safe from any thread.
+// seed study's names and defaults (docs/load.md). Pure; safe from any thread.
 //
 //   LOAD_PROFILE                   full (default) | smoke: 10 conversations, 30 s, backlog 1,000
 //   LOAD_DEAD_CONVERSATIONS        healthy conversations                      (50;  smoke 10)

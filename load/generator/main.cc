@@ -8,7 +8,7 @@
 //   bulkhead-load report RESULTS.json    # print the tables again, rewrite the .html beside it
 //
 // Scenarios:
-//   dead_channel  design §5 / seed 003: a healthy tenant's latency with and without another
+//   dead_channel  docs/load.md, the seed study: a healthy tenant's latency with and without another
 //                 tenant's dead endpoint (load/generator/dead_channel.h). Knobs: LOAD_PROFILE,
 //                 LOAD_DEAD_* (load/generator/knobs.h).
 //   webhook_burst, throughput, latency, hostile   load/generator/scenarios.h; knobs

@@ -28,7 +28,7 @@ struct PhaseStats {
   // Every delivered message: seconds after the phase start it was sent, and its latency.
   std::vector<std::pair<double, double>> points;
 
-  nlohmann::json ToJson() const;  // the design §5 fields (points left out)
+  nlohmann::json ToJson() const;  // the fields docs/load.md lists (points left out)
 };
 
 // `arrivals` maps a webhook-id to its arrivals, in order.

@@ -1,4 +1,4 @@
-// retry_after_fuzz: ParseRetryAfter (worker/retry_after.h) on arbitrary bytes.
+// retry_after_fuzz: ParseRetryAfter (worker/http/retry_after.h) on arbitrary bytes.
 //
 // The first 8 bytes of an input pick `now` (any 64-bit count of seconds, clamped to what
 // system_clock can hold around it, so the far past and far future are fuzzed too); the rest is

@@ -2,13 +2,13 @@
 // error and a database error look, how it connects, how a subcommand table dispatches and
 // prints its help, and how a table of rows is aligned.
 //
-// The contract every verb keeps through these helpers (design §2, exit_codes.h):
+// The contract every verb keeps through these helpers (docs/cli.md "Common rules", exit_codes.h):
 // - `-h`/`--help` anywhere before `--` prints the verb's help on stdout and exits 0;
 // - a usage error is one line on stderr, "<command>: <what> (try: <command> --help)", exit 2,
 //   and never reaches the database;
 // - a database error is one line on stderr with libpq's first line (the reason), exit 1;
 // - the database is `--database URL`, else the `database` of `--config FILE` (the node's config
-//   file), else `DATABASE_URL`, else libpq's PG* variables (design §2); a config file that
+//   file), else `DATABASE_URL`, else libpq's PG* variables (docs/cli.md); a config file that
 //   does not load is a usage error naming the file, the key and the reason.
 //
 // Pure functions over their arguments, plus stdout/stderr: meant for the process's main thread.

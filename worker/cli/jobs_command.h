@@ -1,7 +1,8 @@
 // `bulkhead jobs`, `bulkhead replay` and `bulkhead cancel`: the operator's view of single jobs
 // and the two bulk changes made to them by hand.
 //
-// - jobs: the newest jobs, filtered by channel, tenant and state, bounded (AdminJobsStore::ListJobs);
+// - jobs: the newest jobs, filtered by channel, tenant and state, bounded
+// (AdminJobsStore::ListJobs);
 //   never the payload (only its size), never a secret.
 // - replay: discarded jobs back to the queue with a fresh attempt budget (AdminJobsStore::Replay),
 //   selected by id, channel, tenant and discard time; refused without a selector; bounded.

@@ -1,4 +1,4 @@
-// Configuration: the node's JSON config file and the tier files it serves (design §2).
+// Configuration: the node's JSON config file and the tier files it serves (docs/configuration.md).
 //
 // `bulkhead run --config FILE` reads one JSON object for the node (NodeOptions) and one JSON
 // object per served tier, each in its own file `<tiers_dir>/<tier>.json` (TierOptions). Every key
@@ -110,7 +110,7 @@ struct TierOptions {
 // One worker node: which database, which tiers, and its own limits.
 struct NodeOptions {
   // libpq connection string or URL. Empty: not set, and `--database`, DATABASE_URL or libpq's
-  // PG* variables decide (design §2).
+  // PG* variables decide (docs/cli.md, "Common rules").
   std::string database;
 
   // This node's name in bulkhead.nodes, unique in the fleet. 1..200 characters.

@@ -1,7 +1,7 @@
 // BreakerBoard: one tier's in-memory view, on this node, of its channels' breakers — the
 // counting that decides when this node asks Postgres to open a channel's breaker.
 //
-// What counts (design §1 invariant 4), per channel, in the order attempts finish: each
+// What counts (docs/breaker.md), per channel, in the order attempts finish: each
 // attempt's BreakerSignal, decided once per answer by the verdict (verdict.h says which answer
 // is which, and why). A failure (timeout, no connection, 5xx, 429, an SSRF refusal) counts; a
 // success (2xx) resets the count — the endpoint works, and earlier failures were a blip;

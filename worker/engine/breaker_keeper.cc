@@ -159,7 +159,7 @@ bool BreakerKeeper::Execute(const Request& request) {
       std::string reason =
           "probe job " + std::to_string(request.job) + " failed: " + request.detail;
       BreakerTransition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
-                                                   tier.cooldown_max_ms, reason);
+                                                tier.cooldown_max_ms, reason);
       if (t.done) {
         ++reopened_;
         Count(tier.name, "open", t.jobs);

@@ -6,7 +6,8 @@
 
 namespace bulkhead {
 
-CapDemotion::CapDemotion(std::string tier, const Metrics::Tier* metrics, StoreConnection<ClaimStore>& store)
+CapDemotion::CapDemotion(std::string tier, const Metrics::Tier* metrics,
+                         StoreConnection<ClaimStore>& store)
     : tier_(std::move(tier)),
       metrics_(metrics),
       store_(store),

@@ -1,5 +1,5 @@
 // CapLedger: what one tier's runner has in flight per channel and per tenant on this node,
-// against the per-node caps (design §1 invariants 5 and 6), and when a capped backlog is due
+// against the per-node caps (docs/caps.md), and when a capped backlog is due
 // its demotion.
 //
 // The caps. With `workers` slots, a channel may hold channel_share × workers of them and a

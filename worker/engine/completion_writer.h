@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "store_types.h"
 #include "metrics.h"
+#include "store_types.h"
 
 namespace bulkhead {
 

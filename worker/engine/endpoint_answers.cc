@@ -13,7 +13,8 @@ constexpr int kGoneTries = 5;
 // A failed disable is tried again after this pause (the claim's own backoff runs meanwhile).
 constexpr auto kGoneRetryAfter = std::chrono::milliseconds(500);
 
-EndpointAnswers::EndpointAnswers(Options options, StoreConnection<ClaimStore>& store, CompletionWriter& writer)
+EndpointAnswers::EndpointAnswers(Options options, StoreConnection<ClaimStore>& store,
+                                 CompletionWriter& writer)
     : options_(std::move(options)),
       store_(store),
       writer_(writer),
@@ -23,7 +24,7 @@ EndpointAnswers::EndpointAnswers(Options options, StoreConnection<ClaimStore>& s
                      "jobs pushed later by a 429 or 503 Retry-After: answering jobs and their "
                      "channels' waiting jobs"}}) {}
 
-bool EndpointAnswers::Gone(GoneAnswer answer, AttemptResult fallback) {
+bool EndpointAnswers::Gone(bulkhead::GoneAnswer answer, AttemptResult fallback) {
   std::lock_guard lock(mu_);
   if (closed_) return false;
   gone_.push_back({std::move(answer), std::move(fallback), 0});
@@ -52,7 +53,7 @@ EndpointAnswers::Clock::time_point EndpointAnswers::due() const {
 }
 
 void EndpointAnswers::Run(Clock::time_point now, bool last) {
-  std::vector<GoneAnswer> gone;
+  std::vector<PendingGone> gone;
   std::vector<std::pair<int64_t, int64_t>> snoozes;  // channel, ms from now
   auto next = Clock::time_point::max();
   {
@@ -73,7 +74,7 @@ void EndpointAnswers::Run(Clock::time_point now, bool last) {
     }
   }
   const std::string& tier = options_.tier;
-  std::vector<GoneAnswer> retry;
+  std::vector<PendingGone> retry;
   for (auto& g : gone) {
     try {
       GoneOutcome done = store_.Get().DisableGone(g.answer, options_.node);

@@ -32,8 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "completion_writer.h"
 #include "claim_store.h"
+#include "completion_writer.h"
 #include "logger.h"
 #include "metrics.h"
 #include "store_connection.h"
@@ -57,7 +57,7 @@ class EndpointAnswers {
   // A 410 Gone answered `answer`'s attempt: its channel is to be disabled. `fallback` is the
   // attempt's ordinary result, written instead if the disable cannot run. Returns false once
   // Close() has run: the caller writes `fallback` itself.
-  bool Gone(GoneAnswer answer, AttemptResult fallback);
+  bool Gone(bulkhead::GoneAnswer answer, AttemptResult fallback);
 
   // A Retry-After asked `channel`'s waiting jobs to wait until `until`.
   void Snooze(int64_t channel, Clock::time_point until);
@@ -90,12 +90,12 @@ class EndpointAnswers {
 
   mutable std::mutex mu_;
   // Guarded by mu_.
-  struct GoneAnswer {
-    GoneAnswer answer;
+  struct PendingGone {
+    bulkhead::GoneAnswer answer;
     AttemptResult fallback;
     int tries = 0;
   };
-  std::vector<GoneAnswer> gone_;
+  std::vector<PendingGone> gone_;
   // Channels a Retry-After asked to wait, until when (the latest ask wins).
   std::unordered_map<int64_t, Clock::time_point> snoozes_;
   bool queued_ = false;  // Gone or Snooze queued something since Run took the queue

@@ -42,7 +42,7 @@ void BlockStopSignals();
 
 class Node {
  public:
-  // `database` is the resolved connection string (design §2 order).
+  // `database` is the resolved connection string (the order of docs/cli.md, "Common rules").
   Node(Config config, std::string database);
 
   // Returns the process exit code (exit_codes.h).

@@ -54,11 +54,10 @@
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
-// Threads. The runner thread uses the database connection it is given (StoreConnection) and
-// claims. Result
-// callbacks run on the sender's I/O thread: they take the answer's Verdict (verdict.h: decided
-// once per answer), hand its parts to the writer, the breaker's board or keeper, the metrics
-// and the caps, and free the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may
+// Threads. The runner thread uses the database connection it is given (a
+// StoreConnection<ClaimStore>) and claims. Result callbacks run on the sender's I/O thread:
+// they take the answer's Verdict (verdict.h: decided once per answer), hand its parts to the
+// writer, the breaker's board or keeper, the metrics and the caps, and free the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may
 // be called from any thread. The runner must outlive the HttpSender's callbacks, and the keeper
 // and writer must outlive the runner: destroy the sender first.
 #pragma once
@@ -101,8 +100,8 @@ class QueueRunner {
   // enqueued while no node ran). `store` is the runner's own connection: from here on only the
   // runner thread uses it (and HandBackInFlight() after the thread has ended). `store`,
   // `writer` and `keeper` must outlive the runner; `sender` must be destroyed before it.
-  QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender, CompletionWriter& writer,
-              BreakerKeeper& keeper);
+  QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender,
+              CompletionWriter& writer, BreakerKeeper& keeper);
   // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
   ~QueueRunner();
   QueueRunner(const QueueRunner&) = delete;
@@ -166,7 +165,8 @@ class QueueRunner {
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
   const Options options_;
-  StoreConnection<ClaimStore>& store_;  // used only by the runner thread (and HandBackInFlight() after it)
+  StoreConnection<ClaimStore>&
+      store_;  // used only by the runner thread (and HandBackInFlight() after it)
   HttpSender& sender_;
   CompletionWriter& writer_;
   BreakerKeeper& keeper_;

@@ -1,7 +1,7 @@
 -- The admin channel store's statements: what the verbs that look at and change channels,
 -- breakers and tenants run — bulkhead breakers, breaker reset, channel add | show | pause |
 -- resume | disable | enable | rotate-secret, tenant add | show | set-tier
--- (worker/admin_channel_store.h). Format: see claim_store.sql.
+-- (worker/store/admin_channel_store.h). Format: see claim_store.sql.
 --
 -- Each runs once per command, so it is planned with its parameters (a custom plan).
 --

@@ -1,5 +1,5 @@
 -- The admin jobs store's statements: what bulkhead status, jobs, replay and cancel run
--- (worker/admin_jobs_store.h). Format: see claim_store.sql.
+-- (worker/store/admin_jobs_store.h). Format: see claim_store.sql.
 --
 -- Each runs once per command, so it is planned with its parameters (a custom plan): the
 -- `$n IS NULL OR …` filters fold away and the indexes of the remaining filters are used.

@@ -1,4 +1,4 @@
--- The breaker store's statements: the breaker keeper's transitions (worker/breaker_store.h).
+-- The breaker store's statements: the breaker keeper's transitions (worker/store/breaker_store.h).
 -- Format: see claim_store.sql.
 --
 -- The breaker: every transition one compare-and-set statement.

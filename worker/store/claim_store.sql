@@ -1,4 +1,4 @@
--- The claim store's statements: what a queue runner runs (worker/claim_store.h). Each entry is
+-- The claim store's statements: what a queue runner runs (worker/store/claim_store.h). Each entry is
 -- `-- name: Name`, a one-line contract, the reasons for its shape, and its SQL; the build embeds
 -- them (worker/store/named_queries.cmake) and ClaimStore prepares them under their snake_case names
 -- (Claim → claim). `{{name}}` and `{{name(args)}}` are fragments (`-- fragment: name`, here or
@@ -51,7 +51,7 @@ SELECT d.*
 --   other nodes see the rest, and nothing waits in memory.
 -- - FOR UPDATE SKIP LOCKED: nodes claiming the same queue at once take disjoint rows instead of
 --   queueing behind each other's locks.
--- - The caps (design §1 invariants 5 and 6). The runner passes what it has in flight per
+-- - The caps (docs/caps.md). The runner passes what it has in flight per
 --   channel ($4, $5) and per tenant ($6, $7) and the caps ($8, $9). Channels and tenants at
 --   their cap are left out of every scan, so their jobs take no slot and cost nothing but the
 --   index entries stepped over; the rest are ranked per channel and per tenant so that one

@@ -1,4 +1,4 @@
--- The completion store's statement: what the completion writer runs (worker/completion_store.h).
+-- The completion store's statement: what the completion writer runs (worker/store/completion_store.h).
 -- Format: see claim_store.sql.
 
 -- name: Record

@@ -1,6 +1,6 @@
 -- The fleet store's statements: the node's registration and heartbeat, and the maintenance
 -- leader's rounds — leadership, rescue, the breaker's repairs, pruning and the metrics samples
--- (worker/fleet_store.h). Format: see claim_store.sql.
+-- (worker/store/fleet_store.h). Format: see claim_store.sql.
 --
 -- The leader's samples for the metrics (bulkhead_jobs, _breakers, _queue_lag_seconds) are run
 -- by the maintenance leader every 15 s, never per scrape. Each reads one partial index's

@@ -1,7 +1,7 @@
 // The schema migrations this binary was built with (schema/NNNN_name.{up,down}.sql).
 //
-// Built into the binary by worker/CMakeLists.txt, so the newest version a binary knows is part
-// of it: a binary refuses a database migrated past that version. Immutable; safe to read from
+// Built into the binary by worker/store/CMakeLists.txt, so the newest version a binary knows is
+// part of it: a binary refuses a database migrated past that version. Immutable; safe to read from
 // any thread.
 #pragma once
 
