@@ -4,27 +4,20 @@
 // doc gives in its section, and the doc gives no other.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "source_file.h"
 
 namespace bulkhead {
 namespace {
 
 using testing::Bulkhead;
 using testing::CommandResult;
-
-std::string ReadSource(const std::string& path) {
-  std::ifstream in(std::string(BULKHEAD_SOURCE_DIR) + "/" + path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadSourceFile;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -141,7 +134,7 @@ TEST(CliDocs, TheDocsTableNamesEveryCommandOfTheBinaryAndNoOther) {
       verbs_with_subcommands.insert(leaf.name.substr(0, leaf.name.find(' ')));
     }
   }
-  const std::string doc = ReadSource("docs/cli.md");
+  const std::string doc = ReadSourceFile("docs/cli.md");
   std::set<std::string> documented = DocTableCommands(doc, verbs_with_subcommands);
   for (const std::string& name : binary) {
     EXPECT_TRUE(documented.contains(name)) << "docs/cli.md's table lacks `bulkhead " << name << "`";
@@ -156,7 +149,7 @@ TEST(CliDocs, TheDocGivesEachCommandsUsageLineAsItsHelpPrintsIt) {
   std::vector<Leaf> leaves = BinaryCommands();
   std::set<std::string> usages;
   for (const Leaf& leaf : leaves) usages.insert(leaf.usage);
-  std::set<std::string> synopses = DocSynopses(ReadSource("docs/cli.md"));
+  std::set<std::string> synopses = DocSynopses(ReadSourceFile("docs/cli.md"));
   for (const Leaf& leaf : leaves) {
     EXPECT_TRUE(synopses.contains(leaf.usage)) << "docs/cli.md has no synopsis `" << leaf.usage
                                                << "` (bulkhead " << leaf.name << " --help)";

@@ -6,25 +6,19 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "source_file.h"
+
 namespace bulkhead {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadSource(const std::string& path) {
-  std::ifstream in(std::string(BULKHEAD_SOURCE_DIR) + "/" + path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadSourceFile;
 
 // The text of `## <title>` up to the next `## ` heading.
 std::string Chapter(const std::string& doc, const std::string& title) {
@@ -101,7 +95,7 @@ std::optional<json> DocumentedDefault(const std::string& cell) {
 template <typename Options>
 void ExpectDocumented(std::span<const ConfigKey<Options>> table, const std::string& chapter_title) {
   SCOPED_TRACE("docs/configuration.md, ## " + chapter_title);
-  const std::string chapter = Chapter(ReadSource("docs/configuration.md"), chapter_title);
+  const std::string chapter = Chapter(ReadSourceFile("docs/configuration.md"), chapter_title);
   std::map<std::string, DocKey> documented = DocumentedKeys(chapter);
   const Options defaults;
   std::set<std::string> names;
@@ -143,7 +137,7 @@ TEST(ConfigKeys, TheDocSaysWhichLevelASighupReloads) {
   // The reload reads the tier files again (LoadTiers) and nothing of the node config.
   for (const auto& key : NodeKeys()) EXPECT_FALSE(key.reloadable) << key.name;
   for (const auto& key : TierKeys()) EXPECT_TRUE(key.reloadable) << key.name;
-  const std::string doc = ReadSource("docs/configuration.md");
+  const std::string doc = ReadSourceFile("docs/configuration.md");
   EXPECT_NE(Chapter(doc, "Node keys").find("read once, at start"), std::string::npos);
   EXPECT_NE(Chapter(doc, "Tier keys").find("again on SIGHUP"), std::string::npos);
 }
@@ -157,7 +151,7 @@ TEST(ConfigKeys, NoKeyIsInBothTables) {
 TEST(ConfigKeys, TheShippedTierFilesSpellOutEveryTierKey) {
   for (const char* file : {"tiers/default.json", "tiers/bulk.json"}) {
     SCOPED_TRACE(file);
-    const json tier = json::parse(ReadSource(file));
+    const json tier = json::parse(ReadSourceFile(file));
     std::set<std::string> keys;
     for (const auto& [key, value] : tier.items()) keys.insert(key);
     std::set<std::string> table;

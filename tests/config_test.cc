@@ -330,6 +330,14 @@ TEST_F(ConfigTest, RefusesAnUnknownKeyInATierFile) {
                 "unknown key");
 }
 
+// Regression (tier_fuzz, input {"wo_aay36\na3yy_jier": 0}): an unknown key with a newline in
+// its name made the refusal two lines. It is shown escaped and quoted instead.
+TEST_F(ConfigTest, ShowsAnUnknownKeyWithAControlCharacterEscapedOnOneLine) {
+  ExpectRefused(Load("{}", R"({"wo\nrkers": 0})"), tier_file(), R"("wo\nrkers")", "unknown key");
+  ExpectRefused(Load(R"({"no\u0007de": "a"})"), config_file(), R"("no\u0007de")",
+                "unknown key");
+}
+
 TEST_F(ConfigTest, RefusesANodeKeyInATierFileAndSaysWhereItBelongs) {
   ExpectRefused(Load("{}", R"({"tiers_dir": "x"})"), tier_file(), "tiers_dir",
                 "unknown key here (it belongs in the node's config file)");

@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -19,20 +18,14 @@
 
 #include "http_get.h"
 #include "logger.h"
+#include "source_file.h"
 #include "status_server.h"
 
 namespace bulkhead {
 namespace {
 
 using testing::HttpGet;
-
-std::string ReadSource(const std::string& path) {
-  std::ifstream in(std::string(BULKHEAD_SOURCE_DIR) + "/" + path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadSourceFile;
 
 // A registry with a child in every family (an empty family is not exposed).
 std::set<std::string> RegisteredFamilies() {
@@ -84,7 +77,7 @@ TEST(Metrics, EveryRegisteredFamilyIsInTheDocsTableAndNoOther) {
                                                                           : "other";
     registered_types[family.name] = type;
   }
-  std::istringstream doc(ReadSource("docs/metrics.md"));
+  std::istringstream doc(ReadSourceFile("docs/metrics.md"));
   std::regex row(R"(^\| `([a-z_]+)` \| ([a-z]+) \|)");
   bool in_table = false;
   for (std::string line; std::getline(doc, line);) {
@@ -108,7 +101,7 @@ TEST(Metrics, EveryRegisteredFamilyIsInTheDocsTableAndNoOther) {
 
 TEST(Metrics, TheDashboardAndTheAlertsUseOnlyRegisteredMetrics) {
   std::set<std::string> registered = RegisteredFamilies();
-  std::string dashboard_text = ReadSource("docs/grafana/bulkhead.json");
+  std::string dashboard_text = ReadSourceFile("docs/grafana/bulkhead.json");
   nlohmann::json dashboard = nlohmann::json::parse(dashboard_text);  // importable: valid JSON
   // The datasource is a variable, not a fixed uid.
   bool datasource_variable = false;
@@ -116,7 +109,7 @@ TEST(Metrics, TheDashboardAndTheAlertsUseOnlyRegisteredMetrics) {
     if (v["type"] == "datasource" && v["query"] == "prometheus") datasource_variable = true;
   }
   EXPECT_TRUE(datasource_variable);
-  std::string alerts = ReadSource("docs/prometheus/alerts.yml");
+  std::string alerts = ReadSourceFile("docs/prometheus/alerts.yml");
   for (const auto& [what, text] : {std::pair{"dashboard", dashboard_text}, {"alerts", alerts}}) {
     std::set<std::string> used = NamesUsedIn(text, registered);
     EXPECT_FALSE(used.empty()) << what;
@@ -128,7 +121,7 @@ TEST(Metrics, TheDashboardAndTheAlertsUseOnlyRegisteredMetrics) {
 }
 
 TEST(Metrics, TheAlertsCarryTheirRunbookAnchors) {
-  std::string alerts = ReadSource("docs/prometheus/alerts.yml");
+  std::string alerts = ReadSourceFile("docs/prometheus/alerts.yml");
   for (std::string name :
        {"BulkheadQueueLagHigh", "BulkheadBreakerOpenLong", "BulkheadDiscardRateRising",
         "BulkheadNodeDown", "BulkheadDatabaseErrors"}) {

@@ -424,7 +424,14 @@ Error Read(std::span<const ConfigKey<Options>> keys, std::span<const ConfigKey<O
     if (named(keys, name)) continue;
     std::string reason = "unknown key";
     if (named(other_keys, name)) reason += " here (it belongs in " + std::string(other_place) + ")";
-    return ConfigError{"", name, reason};
+    // A key with a control character (a JSON "\n" in the name) is shown escaped and quoted, so
+    // that the refusal stays one line (tier_fuzz found a key that broke it in two); any other key
+    // is shown as written.
+    const bool plain = std::none_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    return ConfigError{
+        "", plain ? name : json(name).dump(-1, ' ', false, json::error_handler_t::replace), reason};
   }
   for (const ConfigKey<Options>& key : keys) {
     auto it = object.find(key.name);

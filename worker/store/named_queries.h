@@ -19,7 +19,7 @@ class connection_base;
 namespace bulkhead {
 
 struct NamedQuery {
-  std::string_view file;       // the .sql file under worker/ that holds it
+  std::string_view file;       // the .sql file under worker/store/ that holds it
   std::string_view name;       // as in `-- name: ClaimProbes`
   std::string_view statement;  // the prepared statement's name: claim_probes
   std::string_view sql;
