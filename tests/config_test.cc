@@ -334,8 +334,7 @@ TEST_F(ConfigTest, RefusesAnUnknownKeyInATierFile) {
 // its name made the refusal two lines. It is shown escaped and quoted instead.
 TEST_F(ConfigTest, ShowsAnUnknownKeyWithAControlCharacterEscapedOnOneLine) {
   ExpectRefused(Load("{}", R"({"wo\nrkers": 0})"), tier_file(), R"("wo\nrkers")", "unknown key");
-  ExpectRefused(Load(R"({"no\u0007de": "a"})"), config_file(), R"("no\u0007de")",
-                "unknown key");
+  ExpectRefused(Load(R"({"no\u0007de": "a"})"), config_file(), R"("no\u0007de")", "unknown key");
 }
 
 TEST_F(ConfigTest, RefusesANodeKeyInATierFileAndSaysWhereItBelongs) {

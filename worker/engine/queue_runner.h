@@ -57,9 +57,10 @@
 // Threads. The runner thread uses the database connection it is given (a
 // StoreConnection<ClaimStore>) and claims. Result callbacks run on the sender's I/O thread:
 // they take the answer's Verdict (verdict.h: decided once per answer), hand its parts to the
-// writer, the breaker's board or keeper, the metrics and the caps, and free the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may
-// be called from any thread. The runner must outlive the HttpSender's callbacks, and the keeper
-// and writer must outlive the runner: destroy the sender first.
+// writer, the breaker's board or keeper, the metrics and the caps, and free the slot. Wake(),
+// Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
+// outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
+// the sender first.
 #pragma once
 
 #include <atomic>
