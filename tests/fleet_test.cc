@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <iostream>
 #include <map>
 #include <set>
 #include <thread>
@@ -119,6 +120,48 @@ TEST_F(FleetTest, ANodeRestartingUnderItsNameRescuesWhatItsPreviousLifeLeftExecu
   ASSERT_EQ(store.Claim("default", 2, "fixed").size(), 2u);
   EXPECT_EQ(store.RescueLost().jobs, 0);  // its lease still runs
   EXPECT_EQ(store.RescueLost("fixed").jobs, 2);
+}
+
+TEST_F(FleetTest, ALiveNodeReturnsItsStrandedJobsUnspentButNotThoseItHoldsNorFreshClaims) {
+  // The state a claim leaves when it commits on the server and its reply is lost: the job is
+  // executing under a live node that does not know it has it (issue 17, item 1).
+  int64_t ch = Channel(), probing = Channel(), other = Channel();
+  Enqueue(ch, 5);
+  Enqueue(probing, 1);
+  Enqueue(other, 1);
+  AllStores store(db());
+  Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('node-a', now() + interval '1 h')");
+  Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('node-b', now() + interval '1 h')");
+  auto jobs = store.Claim("default", 6, "node-a");
+  ASSERT_EQ(jobs.size(), 6u);
+  ASSERT_EQ(store.Claim("default", 1, "node-b").size(), 1u);
+  // All but the last of ch's claims, the probing channel's and node-b's are a minute old.
+  Exec("UPDATE bulkhead.jobs SET attempted_at = now() - interval '1 min' WHERE id <> " +
+       std::to_string(jobs[4].id));
+  // A lost probe claim: its channel is half-open (ClaimProbes moved it), so it does not flow.
+  Exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'half_open', breaker_probe_at = now() + "
+      "interval '30 s', breaker_probe_job = " +
+      std::to_string(jobs[5].id) + " WHERE id = " + std::to_string(probing));
+  // node-a holds jobs[0] (in flight, say); jobs[4] was claimed just now.
+  Stranded stranded = store.ReturnStranded("node-a", {jobs[0].id}, 30'000);
+  EXPECT_EQ(stranded.jobs, 4);  // jobs[1..3] and the probing channel's
+  EXPECT_EQ(stranded.ids, std::to_string(jobs[1].id) + "," + std::to_string(jobs[2].id) + "," +
+                              std::to_string(jobs[3].id) + "," + std::to_string(jobs[5].id));
+  // Back unspent: attempt 0, in the tenant's tier; the probing channel's parked.
+  EXPECT_EQ(Count("state = 'available' AND attempt = 0 AND queue = 'default' AND channel_id = " +
+                  std::to_string(ch)),
+            3);
+  EXPECT_EQ(Count("state = 'parked' AND priority = 3 AND attempt = 0 AND channel_id = " +
+                  std::to_string(probing)),
+            1);
+  EXPECT_EQ(Count("state = 'executing' AND attempted_by = 'node-a'"), 2);  // held, fresh
+  EXPECT_EQ(Count("state = 'executing' AND attempted_by = 'node-b'"), 1);  // not ours
+  EXPECT_EQ(store.ReturnStranded("node-a", {jobs[0].id}, 30'000).jobs, 0);
+  // Returned jobs are claimed again with the same attempt number a first claim gets.
+  auto again = store.Claim("default", 3, "node-a");
+  ASSERT_EQ(again.size(), 3u);
+  for (const auto& job : again) EXPECT_EQ(job.attempt, 1);
 }
 
 TEST_F(FleetTest, OneSessionLeadsAndTheLeadershipEndsWithItsConnection) {
@@ -237,6 +280,78 @@ TEST_F(FleetTest, AFrozenNodesLateResultsChangeNothingAfterItsJobsWereRescued) {
                   "'node-b'"),
             5)
       << a.Log();
+  a.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+}
+
+TEST_F(FleetTest, ALiveNodeReturnsAJobStrandedUnderItsNameAndDeliversItOnTheSameAttempt) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Reply{}; });
+  int64_t ch = Channel(receiver.Url("/hook"));
+  Enqueue(ch, 1);
+  Exec("UPDATE bulkhead.jobs SET scheduled_at = now() + interval '1 h'");  // not claimable yet
+  NodeProcess a(Node("node-a"), {{"default", Tier(2)}});
+  a.Start(conninfo());
+  ASSERT_TRUE(a.WaitForLog("node_started")) << a.Log();
+  // What a claim whose reply was lost leaves: executing under the live node, unknown to it.
+  Exec(
+      "UPDATE bulkhead.jobs SET state = 'executing', attempt = 1, attempted_by = 'node-a', "
+      "attempted_at = now() - interval '1 min', scheduled_at = now() - interval '1 min'");
+  const auto stranded_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 1 FROM bulkhead.jobs WHERE state = 'completed')", seconds(20)))
+      << a.Log();
+  // lease_ms is 3 s here: one sweep a lease, so the job is back within about 3 s.
+  std::cout << "stranded job delivered after "
+            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
+                                                        stranded_at)
+                   .count()
+            << " ms (lease_ms 3000)\n";
+  EXPECT_TRUE(a.WaitForLog("stranded_jobs_returned")) << a.Log();
+  EXPECT_EQ(Count("state = 'completed' AND attempt = 1"), 1);  // its attempt was not spent
+  EXPECT_EQ(receiver.request_count(), 1u);
+  a.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+}
+
+TEST_F(FleetTest, ANodeWhoseRowWasForgottenRegistersAgain) {
+  NodeProcess a(Node("node-a"), {{"default", Tier(2)}});
+  a.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 1 FROM bulkhead.nodes WHERE name = 'node-a')"));
+  // What the leader's forget_nodes does to a node whose lease ended over an hour ago.
+  Exec("DELETE FROM bulkhead.nodes WHERE name = 'node-a'");
+  EXPECT_TRUE(
+      WaitFor("(SELECT count(*) = 1 FROM bulkhead.nodes WHERE name = 'node-a' AND "
+              "lease_until > now())",
+              seconds(10)))
+      << a.Log();
+  EXPECT_TRUE(a.WaitForLog("node_reregistered")) << a.Log();
+  a.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+}
+
+TEST_F(FleetTest, ANodeWhoseHeartbeatCannotLandStopsClaimingUntilItDoes) {
+  HttpReceiver receiver([](const ReceivedRequest&) { return Reply{}; });
+  int64_t ch = Channel(receiver.Url("/hook"));
+  NodeProcess a(Node("node-a"), {{"default", Tier(2)}});
+  a.Start(conninfo());
+  ASSERT_TRUE(a.WaitForLog("node_started")) << a.Log();
+  Enqueue(ch, 1);
+  ASSERT_TRUE(receiver.WaitForRequests(1, seconds(10))) << a.Log();  // it claims, and is ready
+  // The heartbeat blocks behind a lock on the nodes table; the claims' connections work.
+  auto blocker = Connect();
+  pqxx::work lock(*blocker);
+  lock.exec("LOCK TABLE bulkhead.nodes IN ACCESS EXCLUSIVE MODE");
+  // lease_ms is 3 s: the lease is held for claiming until 2.4 s after the last heartbeat
+  // that landed (lease.h), logged within a second after.
+  std::this_thread::sleep_for(seconds(4));
+  Enqueue(ch, 3);
+  std::this_thread::sleep_for(seconds(2));  // a claim would take well under this
+  EXPECT_EQ(receiver.request_count(), 1u) << a.Log();
+  EXPECT_EQ(Count("state = 'available'"), 3);
+  EXPECT_NE(a.Log().find("\"event\":\"lease_lapsed\""), std::string::npos) << a.Log();
+  lock.abort();  // the heartbeat lands
+  EXPECT_TRUE(a.WaitForLog("lease_renewed")) << a.Log();
+  EXPECT_TRUE(receiver.WaitForRequests(4, seconds(10))) << a.Log();
   a.Signal(SIGTERM);
   EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
 }

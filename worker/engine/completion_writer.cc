@@ -45,6 +45,12 @@ bool CompletionWriter::Saturated() const {
   return pending_.size() >= static_cast<size_t>(options_.batch_size) * 20;
 }
 
+void CompletionWriter::HeldJobs(std::vector<int64_t>* jobs) const {
+  std::lock_guard lock(mu_);
+  for (const auto& result : pending_) jobs->push_back(result.id);
+  jobs->insert(jobs->end(), writing_.begin(), writing_.end());
+}
+
 uint64_t CompletionWriter::written() const {
   std::lock_guard lock(mu_);
   return written_;
@@ -69,6 +75,7 @@ void CompletionWriter::Run() {
     batch.assign(std::make_move_iterator(pending_.begin()),
                  std::make_move_iterator(pending_.begin() + n));
     pending_.erase(pending_.begin(), pending_.begin() + n);
+    for (const auto& result : batch) writing_.push_back(result.id);
     if (!pending_.empty()) oldest_pending_ = std::chrono::steady_clock::now();
     lock.unlock();
 
@@ -90,6 +97,7 @@ void CompletionWriter::Run() {
     }
 
     lock.lock();
+    writing_.clear();  // written, or back in pending_ below
     if (!ok && stopping_) {
       // Shutting down and the database is gone: these jobs stay `executing` under this node
       // and come back through the rescue of expired leases. Delivery stays at-least-once.

@@ -59,6 +59,10 @@ class CompletionWriter {
   // Results written so far (for the node's progress log and tests).
   uint64_t written() const;
 
+  // Appends the jobs whose results wait here or are being written: executing in the database
+  // until their batch commits (the node's stranded-job sweep must not return them).
+  void HeldJobs(std::vector<int64_t>* jobs) const;
+
   // Whether so many results wait that new claims should wait too.
   bool Saturated() const;
 
@@ -73,6 +77,7 @@ class CompletionWriter {
   std::condition_variable drained_;  // Drain() waits here
   // Guarded by mu_.
   std::deque<AttemptResult> pending_;
+  std::vector<int64_t> writing_;  // the jobs of the batch being written
   std::chrono::steady_clock::time_point oldest_pending_;
   uint64_t added_ = 0;
   uint64_t written_ = 0;  // results handed to Record(), stale ones included

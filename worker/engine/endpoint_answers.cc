@@ -47,6 +47,12 @@ void EndpointAnswers::CountSnoozed() {
   if (options_.metrics) options_.metrics->snoozed->Increment();
 }
 
+void EndpointAnswers::HeldJobs(std::vector<int64_t>* jobs) const {
+  std::lock_guard lock(mu_);
+  for (const auto& g : gone_) jobs->push_back(g.answer.job);
+  jobs->insert(jobs->end(), applying_.begin(), applying_.end());
+}
+
 EndpointAnswers::Clock::time_point EndpointAnswers::due() const {
   std::lock_guard lock(mu_);
   return due_;
@@ -59,6 +65,7 @@ void EndpointAnswers::Run(Clock::time_point now, bool last) {
   {
     std::lock_guard lock(mu_);
     gone.swap(gone_);
+    for (const auto& g : gone) applying_.push_back(g.answer.job);
     queued_ = false;
     if (last) closed_ = true;
     for (auto it = snoozes_.begin(); it != snoozes_.end();) {
@@ -128,6 +135,7 @@ void EndpointAnswers::Run(Clock::time_point now, bool last) {
   {
     std::lock_guard lock(mu_);
     for (auto& g : retry) gone_.push_back(std::move(g));
+    applying_.clear();  // each one written, handed to the writer, or queued again
     // Failed disables are tried again after a pause (the claim's own backoff runs meanwhile).
     if (!retry.empty()) next = std::min(next, now + kGoneRetryAfter);
     if (queued_) next = now;  // more arrived while the statements ran

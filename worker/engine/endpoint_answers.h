@@ -65,6 +65,10 @@ class EndpointAnswers {
   // A Retry-After lengthened an answering job's own wait.
   void CountSnoozed();
 
+  // Appends the jobs whose 410 is queued or being applied: executing in the database, and
+  // held here until the disable commits or their fallback is in the writer's hands.
+  void HeldJobs(std::vector<int64_t>* jobs) const;
+
   // When Apply() should run next; time_point::max() when nothing is queued.
   Clock::time_point due() const;
 
@@ -96,6 +100,7 @@ class EndpointAnswers {
     int tries = 0;
   };
   std::vector<PendingGone> gone_;
+  std::vector<int64_t> applying_;  // the jobs of the gone_ that Run() took and is applying
   // Channels a Retry-After asked to wait, until when (the latest ask wins).
   std::unordered_map<int64_t, Clock::time_point> snoozes_;
   bool queued_ = false;  // Gone or Snooze queued something since Run took the queue

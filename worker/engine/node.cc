@@ -16,6 +16,8 @@
 #include "exit_codes.h"
 #include "fleet_store.h"
 #include "http_sender.h"
+#include "lease.h"
+#include "lease_keeper.h"
 #include "logger.h"
 #include "maintenance.h"
 #include "metrics.h"
@@ -121,6 +123,7 @@ int Node::Run() {
   Metrics* record = recording ? &metrics : nullptr;
 
   StoreConnection<FleetStore> store(database_);
+  Lease lease{std::chrono::milliseconds(options.lease_ms)};
   try {
     pqxx::connection conn(database_);
     Migrator migrator(conn, EmbeddedMigrations());
@@ -148,8 +151,10 @@ int Node::Run() {
             "returned jobs left executing by nodes without a lease (this node's "
             "previous run among them) to the queue"}});
     }
+    const auto sent = std::chrono::steady_clock::now();
     store.Get().RegisterNode(options.node, HostName(), getpid(), kVersion, tier_names,
                              options.lease_ms);
+    lease.Renewed(sent);
   } catch (const std::exception& e) {
     Log(LogLevel::kError, "start_failed", {{"error", FirstLine(e.what())}});
     return kExitFailure;
@@ -191,11 +196,12 @@ int Node::Run() {
     StoreConnection<ClaimStore>& store =
         *runner_stores.emplace(tier.name, std::make_unique<StoreConnection<ClaimStore>>(database_))
              .first->second;
-    runners.emplace(tier.name, std::make_unique<QueueRunner>(
-                                   QueueRunner::Options{
-                                       tier, options.node,
-                                       std::chrono::milliseconds(options.poll_interval_ms), record},
-                                   store, *sender, writer, keeper));
+    runners.emplace(tier.name,
+                    std::make_unique<QueueRunner>(
+                        QueueRunner::Options{tier, options.node,
+                                             std::chrono::milliseconds(options.poll_interval_ms),
+                                             record, &lease},
+                        store, *sender, writer, keeper));
   }
   auto listener = std::make_unique<WakeupListener>(
       database_,
@@ -208,11 +214,31 @@ int Node::Run() {
       },
       [&keeper](const std::string& payload) { keeper.Learn(payload); });
 
+  LeaseKeeper::Options lease_options;
+  lease_options.database = database_;
+  lease_options.node = options.node;
+  lease_options.lease = std::chrono::milliseconds(options.lease_ms);
+  lease_options.host = HostName();
+  lease_options.pid = getpid();
+  lease_options.version = kVersion;
+  lease_options.tiers = tier_names;
+  // The runners before the writer: a result reaches the writer before its job leaves the
+  // runner, so a job on its way between the two is seen in one or the other. A result the
+  // writer commits after this read is seen committed by the sweep's statement, which runs
+  // after it.
+  lease_options.held = [&runners, &writer] {
+    std::vector<int64_t> held;
+    for (const auto& [name, runner] : runners) runner->HeldJobs(&held);
+    writer.HeldJobs(&held);
+    return held;
+  };
+  lease_options.metrics = record;
+  auto lease_keeper = std::make_unique<LeaseKeeper>(std::move(lease_options), lease);
+
   // The status server's callbacks run on its thread. They read the parts under parts_mu and
   // only while `serving`: the first stop signal clears it before any part goes away.
   std::mutex parts_mu;
-  bool serving = true;                  // guarded by parts_mu
-  std::atomic<bool> database_ok{true};  // the last heartbeat succeeded
+  bool serving = true;  // guarded by parts_mu
   std::vector<const Metrics::Tier*> tier_metrics;
   for (const auto& tier : config_.tiers) tier_metrics.push_back(&metrics.ForTier(tier.name));
   auto scrape = [&] {
@@ -235,7 +261,17 @@ int Node::Run() {
     std::vector<std::string> reasons;
     std::lock_guard lock(parts_mu);
     if (!serving) return std::vector<std::string>{"draining: the node is stopping"};
-    if (!database_ok) reasons.push_back("database: the last heartbeat failed");
+    const auto now = std::chrono::steady_clock::now();
+    if (!lease_keeper->heartbeat_ok()) reasons.push_back("database: the last heartbeat failed");
+    // A call that hangs fails no heartbeat: one that waited longer than a heartbeat period
+    // says the database does not answer.
+    if (auto waited = lease_keeper->answer_pending_for(now);
+        waited > std::chrono::milliseconds(options.lease_ms / 5)) {
+      reasons.push_back("database: no answer for " + std::to_string(waited.count()) + " ms");
+    }
+    if (!lease.Held(now)) {
+      reasons.push_back("lease: no heartbeat has landed for most of a lease; not claiming");
+    }
     if (!listener->connected()) reasons.push_back("listen: the LISTEN connection is down");
     for (const auto& [name, runner] : runners) {
       if (!runner->claim_loop_healthy()) {
@@ -262,28 +298,27 @@ int Node::Run() {
        {"allowed_networks", options.allowed_networks},
        {"tls_verify", !options.tls_insecure_skip_verify}});
 
-  // Until the first stop signal: heartbeat, five times per lease, so that a slow statement or
-  // two does not cost the node its lease.
-  const auto heartbeat_every = std::chrono::milliseconds(options.lease_ms / 5);
+  // Until the first stop signal: signals, the repeated events' summaries, and the lease's
+  // lapse and renewal in the log. The heartbeat and the stranded-job sweep are the
+  // LeaseKeeper's, on its own thread, so that a database call that hangs never keeps this
+  // thread from a signal.
   int sig = 0;
-  auto next_heartbeat = std::chrono::steady_clock::now() + heartbeat_every;
+  bool lapsed = false;  // logged the lease's lapse, not yet its renewal
   while (true) {
-    sig = WaitForSignal(std::min(std::chrono::milliseconds(1000), heartbeat_every));
+    sig = WaitForSignal(std::chrono::milliseconds(250));
     if (sig == SIGTERM || sig == SIGINT) break;
     if (sig == SIGHUP) Reload(runners, keeper);
     FlushRepeatedEvents();
-    if (std::chrono::steady_clock::now() >= next_heartbeat) {
-      next_heartbeat = std::chrono::steady_clock::now() + heartbeat_every;
-      try {
-        store.Get().Heartbeat(options.node, options.lease_ms);
-        database_ok = true;
-      } catch (const std::exception& e) {
-        database_ok = false;
-        Log(LogLevel::kWarn, "heartbeat_failed", {{"error", FirstLine(e.what())}});
-        store.Reset();
-        // Try again within a second: readiness should come back soon after the database.
-        next_heartbeat = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-      }
+    const bool held = lease.Held(std::chrono::steady_clock::now());
+    if (!lapsed && !held) {
+      lapsed = true;
+      Log(LogLevel::kWarn, "lease_lapsed",
+          {{"detail",
+            "no heartbeat has landed for most of a lease: claims stop until one does, or "
+            "another node's rescue would take what this node claims"}});
+    } else if (lapsed && held) {
+      lapsed = false;
+      Log(LogLevel::kInfo, "lease_renewed", {{"detail", "a heartbeat landed: claiming again"}});
     }
   }
 
@@ -293,6 +328,7 @@ int Node::Run() {
     serving = false;
   }
   listener.reset();
+  lease_keeper.reset();  // no sweep from here on: the runners hand back what they hold
   for (auto& [name, runner] : runners) runner->StopClaiming();
   auto in_flight = [&runners] {
     size_t n = 0;

@@ -1,8 +1,9 @@
 // Node: one worker node — a queue runner per served tier, one HttpSender, one
 // CompletionWriter, one BreakerKeeper, one WakeupListener — from start to a clean stop.
 //
-// Run() registers the tiers and the node, starts the parts, heartbeats, and waits for
-// signals, which the caller must have blocked in every thread (run_command.cc does, before
+// Run() registers the tiers and the node, starts the parts (a LeaseKeeper heartbeats and
+// returns stranded jobs; the runners claim only while the lease is held, lease.h), and waits
+// for signals, which the caller must have blocked in every thread (run_command.cc does, before
 // any thread starts), so that only Run() receives them, through sigtimedwait:
 //   SIGTERM / SIGINT, first: stop claiming, let in-flight requests finish for up to
 //     shutdown_grace_ms, hand the rest back as available without spending their attempt,

@@ -34,6 +34,8 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 
 // How often a runner looks for breakers due a probe.
 constexpr auto kProbeEvery = std::chrono::seconds(1);
+// How often a runner without its node's lease looks again.
+constexpr auto kLeaseRecheck = std::chrono::milliseconds(100);
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
@@ -118,6 +120,16 @@ size_t QueueRunner::in_flight() const {
   return in_flight_.size();
 }
 
+void QueueRunner::HeldJobs(std::vector<int64_t>* jobs) const {
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, job] : in_flight_) jobs->push_back(id);
+  }
+  // After in_flight_: an answer reaches EndpointAnswers before it leaves in_flight_, so a job
+  // moving between the two is seen in one of them.
+  answers_.HeldJobs(jobs);
+}
+
 size_t QueueRunner::stalled() const {
   std::lock_guard lock(mu_);
   return static_cast<size_t>(stalled_);
@@ -180,6 +192,12 @@ void QueueRunner::Run() {
       lock.unlock();
       answers_.Apply(now);
       lock.lock();
+      continue;
+    }
+    if (free > 0 && options_.lease && !options_.lease->Held(now)) {
+      // The node's heartbeat has not landed for most of a lease: what it claimed now, rescue
+      // could give to another node. Wait for a heartbeat (or stop); the node logs the lapse.
+      cv_.wait_for(lock, kLeaseRecheck, [&] { return stop_; });
       continue;
     }
     if (free > 0 && now >= next_probe) {

@@ -51,6 +51,9 @@
 // that repeat with traffic (retries, discards, SSRF refusals, jobs parked at claim, probes) are
 // counted into RepeatedEvents and logged as one summary a minute each, never a line per job.
 //
+// Lease. The runner claims (jobs and probes) only while the node holds its lease (lease.h):
+// a node whose heartbeat cannot land stops taking work that rescue would hand to another node.
+//
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
@@ -81,6 +84,7 @@
 #include "config.h"
 #include "endpoint_answers.h"
 #include "http_sender.h"
+#include "lease.h"
 #include "logger.h"
 #include "metrics.h"
 #include "retry_policy.h"
@@ -95,6 +99,9 @@ class QueueRunner {
     std::string node;
     std::chrono::milliseconds poll_interval{1000};
     Metrics* metrics = nullptr;  // nullptr: record nothing (tests, the benchmark's off runs)
+    // The node's lease: no claim while it is not held. nullptr: always claim (tests that run
+    // a runner without a node).
+    const Lease* lease = nullptr;
   };
 
   // Starts the runner thread, which connects and claims at once (catching up on what was
@@ -121,6 +128,11 @@ class QueueRunner {
   // forgets it, so a late answer for it is dropped. Only after StopClaiming(). Returns the
   // number given back; jobs the database no longer had as ours are not counted.
   int HandBackInFlight();
+
+  // Appends the jobs this runner holds: in flight, or answered 410 and waiting for the
+  // disable. Any thread. Taken before the writer's (CompletionWriter::HeldJobs): a result
+  // reaches the writer before its job leaves the runner, so no job slips between the two.
+  void HeldJobs(std::vector<int64_t>* jobs) const;
 
   size_t in_flight() const;
   // Requests in flight that have given their worker slot back (see "Stalled requests").

@@ -185,6 +185,13 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                       "(as leader, or at start for its own previous run)")
                   .Register(r)
                   .Add({});
+  stranded_returned_ = &BuildCounter()
+                            .Name("bulkhead_stranded_returned_total")
+                            .Help(
+                                "Jobs this node found executing under its name without holding "
+                                "them (a claim whose reply was lost) and returned to the queue")
+                            .Register(r)
+                            .Add({});
   reconnects_ = &BuildCounter()
                      .Name("bulkhead_reconnects_total")
                      .Help(

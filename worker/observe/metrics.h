@@ -15,6 +15,7 @@
 //   CompletionWriter (writer)    completion batch size
 //   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening
 //   Maintenance (its thread)     rescued jobs; as the leader, the fleet-wide samples below
+//   Node (its main thread)       stranded jobs returned
 //   StoreConnection (any owner)  database errors and reconnects (process-wide atomics, copied
 //                                into the counters at scrape time)
 //   Scrape (status server)       in-flight and worker gauges, process metrics from /proc
@@ -95,6 +96,7 @@ class Metrics {
 
   prometheus::Histogram& completion_batch_size() { return *completion_batch_size_; }
   prometheus::Counter& rescued() { return *rescued_; }
+  prometheus::Counter& stranded_returned() { return *stranded_returned_; }
 
   // The leader's samples: replaces every series of the three families with `sample`.
   void SetFleetSample(const FleetCounts& sample);
@@ -137,6 +139,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* lag_;
   prometheus::Histogram* completion_batch_size_;
   prometheus::Counter* rescued_;
+  prometheus::Counter* stranded_returned_;
   prometheus::Counter* reconnects_;
   prometheus::Counter* database_errors_;
   prometheus::Gauge* leader_;

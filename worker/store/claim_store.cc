@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "named_queries.h"
+#include "pg_array.h"
 
 namespace bulkhead {
 namespace {
@@ -31,17 +32,6 @@ ClaimedJob ClaimedFromRow(const pqxx::row& row) {
     }
   }
   return job;
-}
-
-// A PostgreSQL array literal of integers: {1,2,3}.
-std::string PgArray(const std::vector<int64_t>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ',';
-    out += std::to_string(items[i]);
-  }
-  out += '}';
-  return out;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "named_queries.h"
+#include "pg_array.h"
 
 namespace bulkhead {
 
@@ -25,10 +26,19 @@ void FleetStore::RegisterNode(const std::string& node, const std::string& host, 
   tx.commit();
 }
 
-void FleetStore::Heartbeat(const std::string& node, int64_t lease_ms) {
+bool FleetStore::Heartbeat(const std::string& node, int64_t lease_ms) {
   pqxx::work tx(conn_, "heartbeat");
-  tx.exec_prepared("heartbeat", node, lease_ms);
+  bool found = !tx.exec_prepared("heartbeat", node, lease_ms).empty();
   tx.commit();
+  return found;
+}
+
+Stranded FleetStore::ReturnStranded(const std::string& node, const std::vector<int64_t>& held,
+                                    int64_t min_age_ms) {
+  pqxx::work tx(conn_, "return_stranded");
+  pqxx::row row = tx.exec_prepared1("return_stranded", node, PgArray(held), min_age_ms);
+  tx.commit();
+  return {row["jobs"].as<int64_t>(), row["ids"].as<std::string>()};
 }
 
 void FleetStore::RemoveNode(const std::string& node) {

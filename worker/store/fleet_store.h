@@ -26,9 +26,10 @@ class FleetStore {
  public:
   // The names (worker/store/fleet_store.sql) of the statements it prepares.
   static constexpr std::string_view kStatements[] = {
-      "RegisterTiers",  "RegisterNode",    "Heartbeat",   "RemoveNode",     "Lead",
-      "Depose",         "RescueLost",      "ForgetNodes", "PruneFinished",  "PruneOldSecrets",
-      "ParkBehindOpen", "ReconcileParked", "SampleJobs",  "SampleBreakers", "SampleLag"};
+      "RegisterTiers",   "RegisterNode",  "Heartbeat",       "ReturnStranded",
+      "RemoveNode",      "Lead",          "Depose",          "RescueLost",
+      "ForgetNodes",     "PruneFinished", "PruneOldSecrets", "ParkBehindOpen",
+      "ReconcileParked", "SampleJobs",    "SampleBreakers",  "SampleLag"};
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit FleetStore(pqxx::connection_base& conn);
@@ -41,8 +42,13 @@ class FleetStore {
   void RegisterNode(const std::string& node, const std::string& host, int pid,
                     const std::string& version, const std::vector<std::string>& tiers,
                     int64_t lease_ms);
-  // Moves the node's heartbeat to now and its lease to now + lease_ms.
-  void Heartbeat(const std::string& node, int64_t lease_ms);
+  // Moves the node's heartbeat to now and its lease to now + lease_ms. Returns false when the
+  // node has no row (the leader forgot it): the caller registers it again.
+  bool Heartbeat(const std::string& node, int64_t lease_ms);
+  // Returns to the queue, attempt unspent, the node's executing jobs claimed over `min_age_ms`
+  // ago that are not in `held` (every job the node holds in memory).
+  Stranded ReturnStranded(const std::string& node, const std::vector<int64_t>& held,
+                          int64_t min_age_ms);
   // Removes the node's row (clean shutdown).
   void RemoveNode(const std::string& node);
 

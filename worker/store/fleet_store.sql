@@ -29,10 +29,46 @@ ON CONFLICT (name) DO UPDATE
        heartbeat_at = EXCLUDED.heartbeat_at, lease_until = EXCLUDED.lease_until
 
 -- name: Heartbeat
--- Moves node $1's heartbeat to now and its lease to now + $2 ms.
+-- Moves node $1's heartbeat to now and its lease to now + $2 ms; no row when node $1 has none.
+-- A node cut off for over an hour comes back to find its row forgotten (ForgetNodes); the
+-- caller then registers again (RegisterNode), or rescue would take every job it claims.
 UPDATE bulkhead.nodes
    SET heartbeat_at = now(), lease_until = now() + $2 * interval '1 millisecond'
  WHERE name = $1
+RETURNING name
+
+-- name: ReturnStranded
+-- Returns node $1's executing jobs claimed over $3 ms ago that it does not hold ($2), attempt unspent.
+-- A job can be `executing` under a live node that no longer knows it has it: a claim (or a
+-- probe claim) that committed on the server while its connection dropped before the reply
+-- arrived, or a hand-back that failed. Rescue takes only the jobs of nodes without a lease, so
+-- without this such a job waits for as long as its node lives. The node passes every job it
+-- holds in memory — in flight, waiting for the writer, or for a 410's disable — and this
+-- returns the rest, fenced to its own name. None was sent (a job the node sent is one it
+-- holds until its result is written), so the attempt is not spent: attempt - 1, as HandBack;
+-- `available` in its tenant's tier now, or `parked` if its channel does not flow (a lost
+-- probe claim's channel is half-open until expire_probes re-opens it). The age guard ($3)
+-- leaves alone a claim whose reply is still on its way to the node's runner: a claim is
+-- registered in memory milliseconds after it commits, far inside the guard. Read on
+-- jobs_executing (attempted_by).
+WITH stranded AS (
+  UPDATE bulkhead.jobs AS j
+     SET state = CASE WHEN {{flowing}} THEN 'available' ELSE 'parked' END,
+         priority = CASE WHEN {{flowing}} THEN j.priority ELSE 3 END,
+         attempt = j.attempt - 1,
+         queue = t.tier
+    FROM bulkhead.channels ch, bulkhead.tenants t
+   WHERE j.state = 'executing' AND j.attempted_by = $1
+     AND j.id <> ALL($2::bigint[])
+     AND j.attempted_at < now() - $3 * interval '1 millisecond'
+     AND ch.id = j.channel_id AND t.id = j.tenant_id
+  RETURNING j.id, j.queue, j.state
+)
+SELECT (SELECT count(*) FROM stranded) AS jobs,
+       (SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '')
+          FROM (SELECT id FROM stranded ORDER BY id LIMIT 20) AS first) AS ids,
+       (SELECT count(pg_notify('bulkhead_jobs', queue))
+          FROM (SELECT DISTINCT queue FROM stranded WHERE state = 'available') AS woken) AS woken
 
 -- name: RemoveNode
 -- Removes node $1's row (clean shutdown).

@@ -88,6 +88,12 @@ struct BreakerTransition {
 
 // ---- The fleet (FleetStore) ---------------------------------------------------------------------
 
+// Jobs a live node found executing under its name without holding them (ReturnStranded).
+struct Stranded {
+  int64_t jobs = 0;
+  std::string ids;  // the first 20, comma-separated
+};
+
 // What RescueLost returned to the queue.
 struct Rescue {
   int64_t jobs = 0;
