@@ -200,6 +200,32 @@ TEST_F(FleetTest, ALeaderWithoutALeaseIsDeposed) {
   EXPECT_TRUE(led);
 }
 
+TEST_F(FleetTest, ALeaderWithALongOrNonAsciiNameIsNotDeposedWhileItsLeaseRuns) {
+  // PostgreSQL clips application_name to 63 bytes and shows non-ASCII as '?': a node named
+  // after a long cloud host name, or in another script, must still be known as itself.
+  const std::string shared(70, 'h');
+  for (const std::string& name :
+       {shared + "-node-00001", std::string("узел-ノード-κόμβος-") + shared}) {
+    auto a = Connect();
+    auto b = Connect();
+    AllStores store_a(*a), store_b(*b);
+    pqxx::work tx(db());
+    tx.exec_params(
+        "INSERT INTO bulkhead.nodes (name, lease_until) "
+        "VALUES ($1, now() + interval '1 h')",
+        name);
+    tx.commit();
+    ASSERT_TRUE(store_a.TryLead(name)) << name;
+    EXPECT_EQ(store_b.DeposeLostLeader(), 0) << name;  // its lease runs
+    EXPECT_TRUE(store_a.TryLead(name)) << name;        // still ours
+    Exec(
+        "UPDATE bulkhead.nodes SET heartbeat_at = now() - interval '1 min', "
+        "lease_until = now() - interval '1 s'");
+    EXPECT_EQ(store_b.DeposeLostLeader(), 1) << name;  // its lease ran out
+    Exec("DELETE FROM bulkhead.nodes");
+  }
+}
+
 TEST_F(FleetTest, PruningDeletesOnlyOldFinishedJobsInBoundedBatches) {
   int64_t ch = Channel();
   Enqueue(ch, 25);
@@ -354,6 +380,32 @@ TEST_F(FleetTest, ANodeWhoseHeartbeatCannotLandStopsClaimingUntilItDoes) {
   EXPECT_TRUE(receiver.WaitForRequests(4, seconds(10))) << a.Log();
   a.Signal(SIGTERM);
   EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+}
+
+TEST_F(FleetTest, TwoNodesWithLongAndNonAsciiNamesKeepOneLeaderForTheWholeRun) {
+  const std::string shared(75, 'n');
+  NodeProcess a(Node(shared + "-a-01"), {{"default", Tier(2)}});
+  NodeProcess b(Node("ノード-" + shared), {{"default", Tier(2)}});
+  a.Start(conninfo());
+  ASSERT_TRUE(a.WaitForLog("leader_elected")) << a.Log();
+  b.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 2 FROM bulkhead.nodes)"));
+  // Several election rounds (every 2 s): a node that cannot tell the leader's connection from
+  // a lost one terminates it each round, and leadership flaps.
+  std::this_thread::sleep_for(seconds(7));
+  const std::string logs = a.Log() + b.Log();
+  size_t elected = 0;
+  for (size_t at = logs.find("leader_elected"); at != std::string::npos;
+       at = logs.find("leader_elected", at + 1)) {
+    ++elected;
+  }
+  EXPECT_EQ(elected, 1u) << logs;
+  EXPECT_EQ(logs.find("leader_deposed"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("leadership_lost"), std::string::npos) << logs;
+  a.Signal(SIGTERM);
+  b.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+  EXPECT_EQ(b.Wait(seconds(20)), 0) << b.Log();
 }
 
 TEST_F(FleetTest, OneNodeLeadsAndLeadershipMovesWhenItDies) {

@@ -80,9 +80,11 @@ DELETE FROM bulkhead.nodes WHERE name = $1
 -- session-level advisory lock. The lock dies with the connection, so when the leader's process
 -- or its connection dies, another node's next try (every few seconds) takes over; no row
 -- records a leader that a crash could leave behind. The connection names itself after its
--- node (application_name), so that depose can tell whose it is.
+-- node (application_name), so that depose can tell whose it is: by its leader_tag, since
+-- PostgreSQL clips application_name to 63 bytes and shows non-ASCII characters as '?', and a
+-- node's name (the host name and pid by default) can be 200 characters of anything.
 SELECT pg_try_advisory_lock(7094703853087728997) AS led
-  FROM (SELECT set_config('application_name', 'bulkhead-maintenance:' || $1, false)) AS me
+  FROM (SELECT set_config('application_name', {{leader_tag($1)}}, false)) AS me
 
 -- name: Depose
 -- Terminates the leader's connection if it belongs to no node with a running lease.
@@ -90,15 +92,24 @@ SELECT pg_try_advisory_lock(7094703853087728997) AS led
 -- VM), or so cut off that its heartbeat no longer lands — keeps its connection and so the lock.
 -- When the lock's holder belongs to no node with a running lease, it is terminated, which
 -- releases the lock for the next try. Its node, if it ever runs again, finds its connection
--- gone and competes like any other.
+-- gone and competes like any other. The holder's node is found by the tag Lead gave its
+-- connection (the first 38 bytes: the prefix and the name's hash), never by its clipped name.
 SELECT count(pg_terminate_backend(a.pid)) AS deposed
   FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
  WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
    AND (l.classid::bigint << 32 | l.objid::bigint) = 7094703853087728997
    AND a.application_name LIKE 'bulkhead-maintenance:%'
    AND NOT EXISTS (SELECT 1 FROM bulkhead.nodes n
-                    WHERE a.application_name = 'bulkhead-maintenance:' || n.name
+                    WHERE left(a.application_name, 38) = left({{leader_tag(n.name)}}, 38)
                       AND n.lease_until > now())
+
+-- fragment: leader_tag(name)
+-- The application_name of node `name`'s maintenance connection: 'bulkhead-maintenance:', the
+-- first 16 hex digits of the name's md5 (what depose compares), ':', and the name's first 25
+-- characters with anything but printable ASCII as '?' (for an operator reading
+-- pg_stat_activity): at most 63 bytes, so PostgreSQL keeps all of it.
+('bulkhead-maintenance:' || left(md5({{name}}), 16) || ':'
+   || left(regexp_replace({{name}}, '[^ -~]', '?', 'g'), 25))
 
 -- name: RescueLost
 -- Returns to the queue (or discards) the jobs of nodes whose lease ran out, and of node $1.
