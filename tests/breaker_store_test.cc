@@ -20,9 +20,9 @@ class BreakerStoreTest : public DatabaseTest {
  protected:
   void SetUp() override {
     DatabaseTest::SetUp();
-    int64_t tenant = testing::CreateTenant(db(), "acme");
-    channel_ = testing::CreateChannel(db(), tenant);
-    other_ = testing::CreateChannel(db(), tenant);
+    tenant_ = testing::CreateTenant(db(), "acme");
+    channel_ = testing::CreateChannel(db(), tenant_);
+    other_ = testing::CreateChannel(db(), tenant_);
   }
 
   void Exec(const std::string& sql) {
@@ -56,6 +56,7 @@ class BreakerStoreTest : public DatabaseTest {
          std::to_string(channel));
   }
 
+  int64_t tenant_ = 0;
   int64_t channel_ = 0;
   int64_t other_ = 0;
 };
@@ -220,6 +221,26 @@ TEST_F(BreakerStoreTest, AnOpenChannelWithNothingParkedWaitsForADeliveryToProbeW
   EXPECT_EQ(Breaker(channel_), "open");
   Enqueue(channel_, 1);
   EXPECT_EQ(store.ClaimProbes("default", 5, "node-a", 15000).size(), 1u);
+}
+
+TEST_F(BreakerStoreTest, AProbeIsClaimedWhileAnotherSessionsEnqueueToTheChannelIsOpen) {
+  // Issue 17.3: every enqueue holds FOR KEY SHARE on its channel's row until it commits (the
+  // jobs → channels foreign key), so a busy channel always has some. The probe's lock on the
+  // channel must not conflict with it, or SKIP LOCKED skips the channel nearly every time.
+  Enqueue(channel_, 1);
+  AllStores store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+  auto application = Connect();
+  pqxx::work enqueuing(*application);
+  enqueuing.exec("SELECT bulkhead.enqueue(" + std::to_string(channel_) + ", '{}'::jsonb)");
+
+  auto probes = store.ClaimProbes("default", 5, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].channel_id, channel_);
+  EXPECT_EQ(Breaker(channel_), "half_open");
+  enqueuing.commit();  // and the enqueue is not held up by the probe either
+  EXPECT_EQ(Count(channel_, "parked"), 1);
 }
 
 TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) {

@@ -155,9 +155,13 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
 -- name: ClaimProbes
 -- open → half_open for up to $2 cooled-down channels of queue $1; node $3 claims each probe.
 -- Open → half_open for channels of this queue whose cooldown is over, each with
--- its oldest due parked job claimed by this node as the probe. FOR UPDATE SKIP LOCKED on the
--- channel row makes the probe fleet-wide: two nodes looking at once take different channels
--- or nothing. A channel with no due parked job stays open until a delivery for it waits.
+-- its oldest due parked job claimed by this node as the probe. FOR NO KEY UPDATE SKIP LOCKED on
+-- the channel row makes the probe fleet-wide: two nodes looking at once take different channels
+-- or nothing. Not FOR UPDATE: every enqueue holds FOR KEY SHARE on its channel's row until it
+-- commits (the jobs → channels foreign key), which FOR UPDATE conflicts with, so a busy
+-- channel's probe would be skipped nearly every time; FOR NO KEY UPDATE conflicts only with
+-- another transition's lock, as the UPDATE below needs no more. A channel with no due parked
+-- job stays open until a delivery for it waits.
 -- The probe has until now() + $4 (the request timeout and a margin) to answer; after that any
 -- node re-opens the breaker (expire_probes), so a hanging probe or a dead prober cannot leave
 -- it half-open.
@@ -168,7 +172,7 @@ WITH due AS (
      AND ch.enabled AND NOT ch.paused
    ORDER BY ch.breaker_probe_at
    LIMIT $2
-     FOR UPDATE OF ch SKIP LOCKED
+     FOR NO KEY UPDATE OF ch SKIP LOCKED
 ), chosen AS (
   SELECT due.id AS channel_id, probe.id AS job_id
     FROM due
