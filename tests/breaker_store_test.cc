@@ -243,6 +243,29 @@ TEST_F(BreakerStoreTest, AProbeIsClaimedWhileAnotherSessionsEnqueueToTheChannelI
   EXPECT_EQ(Count(channel_, "parked"), 1);
 }
 
+TEST_F(BreakerStoreTest, ChannelsWhoseParkedJobsAreNotDueDoNotHoldUpAnotherChannelsProbe) {
+  // Issue 17.5: the probe scan takes at most `limit` channels; ones that have nothing due to
+  // probe with (their parked jobs are retries hours away) must not be among them.
+  AllStores store(db());
+  std::vector<int64_t> waiting;
+  for (int i = 0; i < 3; ++i) {
+    int64_t ch = testing::CreateChannel(db(), tenant_);
+    Enqueue(ch, 1, "now() + interval '2 hours'");
+    ASSERT_TRUE(store.OpenBreaker(ch, 30000, "x").done);
+    Exec("UPDATE bulkhead.channels SET breaker_probe_at = now() - interval '1 hour' WHERE id = " +
+         std::to_string(ch));  // cooled down long before channel_
+    waiting.push_back(ch);
+  }
+  Enqueue(channel_, 1);
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+
+  auto probes = store.ClaimProbes("default", 2, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].channel_id, channel_);
+  for (int64_t ch : waiting) EXPECT_EQ(Breaker(ch), "open");
+}
+
 TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) {
   Enqueue(channel_, 1000);
   AllStores store(db());

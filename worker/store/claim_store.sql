@@ -170,6 +170,16 @@ WITH due AS (
     FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
    WHERE ch.breaker_state = 'open' AND ch.breaker_probe_at <= now() AND t.tier = $1
      AND ch.enabled AND NOT ch.paused
+     -- Only channels with something due to probe with, before the LIMIT: otherwise a few
+     -- channels whose parked jobs are all retries hours away, cooled down longest, would take
+     -- every slot on every look and no other channel would get its probe. A scalar sub-select,
+     -- not EXISTS: PostgreSQL may turn an EXISTS into a semi-join that first reads every due
+     -- parked job of the fleet (EXPLAIN showed a hash of jobs_parked), where this stays one
+     -- jobs_parked probe (channel_id, scheduled_at <= now()) per open channel, in probe order,
+     -- until the limit is reached.
+     AND (SELECT true FROM bulkhead.jobs p
+           WHERE p.channel_id = ch.id AND p.state = 'parked' AND p.scheduled_at <= now()
+           LIMIT 1)
    ORDER BY ch.breaker_probe_at
    LIMIT $2
      FOR NO KEY UPDATE OF ch SKIP LOCKED
