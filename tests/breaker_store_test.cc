@@ -405,6 +405,33 @@ TEST_F(BreakerStoreTest, AResetClosesFromAnyStateAndUnparks) {
   EXPECT_FALSE(store.ResetBreaker(999999));
 }
 
+TEST_F(BreakerStoreTest, AJobHandedBackAfterATierMoveWaitsInTheNewTiersQueue) {
+  // Issue 17.9: `tenant set-tier` moves only waiting jobs; one in flight must follow its tenant
+  // when it comes back, as a rescued or retried one does, or the new tier's nodes never see it.
+  Enqueue(channel_, 1);
+  AllStores store(db());
+  auto jobs = store.Claim("default", 1, "node-a");
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(store.SetTenantTier("acme", "bulk"));
+  EXPECT_EQ(store.HandBack({{jobs[0].id, jobs[0].attempt}}, "node-a"), 1);
+  EXPECT_EQ(Count(channel_, "available", " AND queue = 'bulk' AND attempt = 0"), 1);
+  EXPECT_TRUE(store.Claim("default", 1, "node-a").empty());
+  EXPECT_EQ(store.Claim("bulk", 1, "node-b").size(), 1u);
+}
+
+TEST_F(BreakerStoreTest, AJobParkedByA410AfterATierMoveWaitsInTheNewTiersQueue) {
+  Enqueue(channel_, 1);
+  AllStores store(db());
+  auto jobs = store.Claim("default", 1, "node-a");
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(store.SetTenantTier("acme", "bulk"));
+  GoneOutcome gone =
+      store.DisableGone({channel_, jobs[0].id, jobs[0].attempt, "HTTP 410", 5.0}, "node-a");
+  EXPECT_TRUE(gone.disabled);
+  EXPECT_EQ(gone.jobs, 1);
+  EXPECT_EQ(Count(channel_, "parked", " AND queue = 'bulk' AND attempt = 0"), 1);
+}
+
 TEST_F(BreakerStoreTest, ListBreakersShowsTheBrokenAndThePaused) {
   Enqueue(channel_, 4);
   AllStores store(db());

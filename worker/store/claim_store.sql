@@ -254,7 +254,9 @@ UPDATE bulkhead.jobs
 -- that got the 410 (fenced like record: still executing, ours, at this attempt), with the
 -- attempt logged but not spent (attempt - 1, as a hand-back): a 410 says the endpoint is gone,
 -- not that this delivery failed, so its fate is the operator's — `channel enable` and `channel
--- resume` send the backlog again with its whole budget, `bulkhead cancel` ends it. Running it
+-- resume` send the backlog again with its whole budget, `bulkhead cancel` ends it. That job is
+-- parked in the queue of its tenant's tier now (a `tenant set-tier` while it was in flight moved
+-- only the waiting backlog), so resume sends it where its tenant is served. Running it
 -- again (another job of the channel got its 410 meanwhile) keeps the first reason and parks
 -- that job too. Returns whether this call disabled the channel, and the jobs parked.
 WITH before AS (
@@ -273,14 +275,15 @@ WITH before AS (
 ), answered AS (
   UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3, attempt = j.attempt - 1, last_error = $5::text,
+         queue = t.tier,
          attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
                          ELSE j.attempts END
                     || jsonb_build_array(jsonb_build_object(
                          'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
                          'duration_ms', round($6::float8::numeric, 1), 'status', 410, 'error', $5::text))
-    FROM before
+    FROM before, bulkhead.tenants AS t
    WHERE j.id = $2::bigint AND j.channel_id = before.id AND j.state = 'executing'
-     AND j.attempted_by = $4::text AND j.attempt = $3::int
+     AND j.attempted_by = $4::text AND j.attempt = $3::int AND t.id = j.tenant_id
   RETURNING 1
 ), parked AS (
   {{park_backlog(disabled)}}
@@ -291,10 +294,14 @@ SELECT before.enabled AS was_enabled,
   FROM before
 
 -- name: HandBack
--- Gives the batch $1 of jobs claimed by node $2 back as available, their attempt not spent.
+-- Gives node $2's claimed jobs $1 back as available, in their tenant's tier, attempt unspent.
 -- Claimed but not attempted (or abandoned at shutdown): back to available, the
--- attempt not spent, so the job loses none of its retry budget. Fenced like record.
+-- attempt not spent, so the job loses none of its retry budget. Fenced like record. Into the
+-- queue of its tenant's tier now, as record and rescue do: `tenant set-tier` moves only waiting
+-- jobs, so one in flight during the move would otherwise wait in a queue its tenant left (the
+-- new tier's nodes find it at their next poll).
 UPDATE bulkhead.jobs AS j
-   SET state = 'available', attempt = j.attempt - 1
-  FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint)
+   SET state = 'available', attempt = j.attempt - 1, queue = t.tier
+  FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint), bulkhead.tenants AS t
  WHERE j.id = r.id AND j.state = 'executing' AND j.attempted_by = $2 AND j.attempt = r.attempt
+   AND t.id = j.tenant_id
