@@ -432,6 +432,36 @@ TEST_F(BreakerStoreTest, AJobParkedByA410AfterATierMoveWaitsInTheNewTiersQueue) 
   EXPECT_EQ(Count(channel_, "parked", " AND queue = 'bulk' AND attempt = 0"), 1);
 }
 
+TEST_F(BreakerStoreTest, ResumingADisabledChannelLeavesItPausedAndItsBacklogParked) {
+  Enqueue(channel_, 4);
+  AllStores store(db());
+  ASSERT_TRUE(store.DisableChannel(channel_, "ops: retired"));
+  auto resumed = store.ResumeChannel(channel_);
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->before, "disabled");
+  EXPECT_EQ(resumed->jobs, 4);  // held, not unparked
+  EXPECT_EQ(resumed->reason, "ops: retired");
+  EXPECT_EQ(Count(channel_, "parked"), 4);
+  EXPECT_TRUE(store.Claim("default", 10, "node-a").empty());
+}
+
+TEST_F(BreakerStoreTest, NoJobOfADisabledChannelIsClaimedEvenIfItIsNotPaused) {
+  // A disabled channel that is not paused: what `channel resume` left before issue 17.9 was
+  // fixed, and what a hand-edited row can be. Its jobs are parked, not sent, and stay parked.
+  Enqueue(channel_, 3);
+  Enqueue(other_, 1);
+  Exec("UPDATE bulkhead.channels SET enabled = false, disabled_reason = 'x' WHERE id = " +
+       std::to_string(channel_));
+  AllStores store(db());
+  int parked = -1;
+  auto jobs = store.Claim("default", 10, "node-a", &parked);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].channel_id, other_);
+  EXPECT_EQ(parked, 3);
+  EXPECT_EQ(store.ReconcileParked().first, 0);
+  EXPECT_EQ(Count(channel_, "parked"), 3);
+}
+
 TEST_F(BreakerStoreTest, ListBreakersShowsTheBrokenAndThePaused) {
   Enqueue(channel_, 4);
   AllStores store(db());
