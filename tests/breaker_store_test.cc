@@ -20,9 +20,9 @@ class BreakerStoreTest : public DatabaseTest {
  protected:
   void SetUp() override {
     DatabaseTest::SetUp();
-    int64_t tenant = testing::CreateTenant(db(), "acme");
-    channel_ = testing::CreateChannel(db(), tenant);
-    other_ = testing::CreateChannel(db(), tenant);
+    tenant_ = testing::CreateTenant(db(), "acme");
+    channel_ = testing::CreateChannel(db(), tenant_);
+    other_ = testing::CreateChannel(db(), tenant_);
   }
 
   void Exec(const std::string& sql) {
@@ -56,6 +56,7 @@ class BreakerStoreTest : public DatabaseTest {
          std::to_string(channel));
   }
 
+  int64_t tenant_ = 0;
   int64_t channel_ = 0;
   int64_t other_ = 0;
 };
@@ -222,6 +223,49 @@ TEST_F(BreakerStoreTest, AnOpenChannelWithNothingParkedWaitsForADeliveryToProbeW
   EXPECT_EQ(store.ClaimProbes("default", 5, "node-a", 15000).size(), 1u);
 }
 
+TEST_F(BreakerStoreTest, AProbeIsClaimedWhileAnotherSessionsEnqueueToTheChannelIsOpen) {
+  // Issue 17.3: every enqueue holds FOR KEY SHARE on its channel's row until it commits (the
+  // jobs → channels foreign key), so a busy channel always has some. The probe's lock on the
+  // channel must not conflict with it, or SKIP LOCKED skips the channel nearly every time.
+  Enqueue(channel_, 1);
+  AllStores store(db());
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+  auto application = Connect();
+  pqxx::work enqueuing(*application);
+  enqueuing.exec("SELECT bulkhead.enqueue(" + std::to_string(channel_) + ", '{}'::jsonb)");
+
+  auto probes = store.ClaimProbes("default", 5, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].channel_id, channel_);
+  EXPECT_EQ(Breaker(channel_), "half_open");
+  enqueuing.commit();  // and the enqueue is not held up by the probe either
+  EXPECT_EQ(Count(channel_, "parked"), 1);
+}
+
+TEST_F(BreakerStoreTest, ChannelsWhoseParkedJobsAreNotDueDoNotHoldUpAnotherChannelsProbe) {
+  // Issue 17.5: the probe scan takes at most `limit` channels; ones that have nothing due to
+  // probe with (their parked jobs are retries hours away) must not be among them.
+  AllStores store(db());
+  std::vector<int64_t> waiting;
+  for (int i = 0; i < 3; ++i) {
+    int64_t ch = testing::CreateChannel(db(), tenant_);
+    Enqueue(ch, 1, "now() + interval '2 hours'");
+    ASSERT_TRUE(store.OpenBreaker(ch, 30000, "x").done);
+    Exec("UPDATE bulkhead.channels SET breaker_probe_at = now() - interval '1 hour' WHERE id = " +
+         std::to_string(ch));  // cooled down long before channel_
+    waiting.push_back(ch);
+  }
+  Enqueue(channel_, 1);
+  ASSERT_TRUE(store.OpenBreaker(channel_, 30000, "x").done);
+  CooldownOver(channel_);
+
+  auto probes = store.ClaimProbes("default", 2, "node-a", 15000);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].channel_id, channel_);
+  for (int64_t ch : waiting) EXPECT_EQ(Breaker(ch), "open");
+}
+
 TEST_F(BreakerStoreTest, ASuccessfulProbeClosesAndUnparksEverythingExactlyOnce) {
   Enqueue(channel_, 1000);
   AllStores store(db());
@@ -359,6 +403,63 @@ TEST_F(BreakerStoreTest, AResetClosesFromAnyStateAndUnparks) {
   EXPECT_EQ(Breaker(channel_), "closed");
   EXPECT_FALSE(store.ReopenBreaker(channel_, probes[0].id, 30000, 600000, "late").done);
   EXPECT_FALSE(store.ResetBreaker(999999));
+}
+
+TEST_F(BreakerStoreTest, AJobHandedBackAfterATierMoveWaitsInTheNewTiersQueue) {
+  // Issue 17.9: `tenant set-tier` moves only waiting jobs; one in flight must follow its tenant
+  // when it comes back, as a rescued or retried one does, or the new tier's nodes never see it.
+  Enqueue(channel_, 1);
+  AllStores store(db());
+  auto jobs = store.Claim("default", 1, "node-a");
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(store.SetTenantTier("acme", "bulk"));
+  EXPECT_EQ(store.HandBack({{jobs[0].id, jobs[0].attempt}}, "node-a"), 1);
+  EXPECT_EQ(Count(channel_, "available", " AND queue = 'bulk' AND attempt = 0"), 1);
+  EXPECT_TRUE(store.Claim("default", 1, "node-a").empty());
+  EXPECT_EQ(store.Claim("bulk", 1, "node-b").size(), 1u);
+}
+
+TEST_F(BreakerStoreTest, AJobParkedByA410AfterATierMoveWaitsInTheNewTiersQueue) {
+  Enqueue(channel_, 1);
+  AllStores store(db());
+  auto jobs = store.Claim("default", 1, "node-a");
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(store.SetTenantTier("acme", "bulk"));
+  GoneOutcome gone =
+      store.DisableGone({channel_, jobs[0].id, jobs[0].attempt, "HTTP 410", 5.0}, "node-a");
+  EXPECT_TRUE(gone.disabled);
+  EXPECT_EQ(gone.jobs, 1);
+  EXPECT_EQ(Count(channel_, "parked", " AND queue = 'bulk' AND attempt = 0"), 1);
+}
+
+TEST_F(BreakerStoreTest, ResumingADisabledChannelLeavesItPausedAndItsBacklogParked) {
+  Enqueue(channel_, 4);
+  AllStores store(db());
+  ASSERT_TRUE(store.DisableChannel(channel_, "ops: retired"));
+  auto resumed = store.ResumeChannel(channel_);
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->before, "disabled");
+  EXPECT_EQ(resumed->jobs, 4);  // held, not unparked
+  EXPECT_EQ(resumed->reason, "ops: retired");
+  EXPECT_EQ(Count(channel_, "parked"), 4);
+  EXPECT_TRUE(store.Claim("default", 10, "node-a").empty());
+}
+
+TEST_F(BreakerStoreTest, NoJobOfADisabledChannelIsClaimedEvenIfItIsNotPaused) {
+  // A disabled channel that is not paused: what `channel resume` left before issue 17.9 was
+  // fixed, and what a hand-edited row can be. Its jobs are parked, not sent, and stay parked.
+  Enqueue(channel_, 3);
+  Enqueue(other_, 1);
+  Exec("UPDATE bulkhead.channels SET enabled = false, disabled_reason = 'x' WHERE id = " +
+       std::to_string(channel_));
+  AllStores store(db());
+  int parked = -1;
+  auto jobs = store.Claim("default", 10, "node-a", &parked);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].channel_id, other_);
+  EXPECT_EQ(parked, 3);
+  EXPECT_EQ(store.ReconcileParked().first, 0);
+  EXPECT_EQ(Count(channel_, "parked"), 3);
 }
 
 TEST_F(BreakerStoreTest, ListBreakersShowsTheBrokenAndThePaused) {

@@ -8,6 +8,7 @@
 #include <regex>
 #include <string>
 
+#include "claim_store.h"
 #include "cli.h"
 #include "tenancy.h"
 
@@ -136,6 +137,31 @@ TEST_F(ChannelCommandTest, DisableRefusesEnqueueAndHoldsTheBacklogParked) {
   CommandResult again = Run({"channel", "enable", std::to_string(channel)});
   EXPECT_EQ(again.out,
             "channel " + std::to_string(channel) + " was not disabled: enqueue accepts it\n");
+}
+
+TEST_F(ChannelCommandTest, ResumeOfADisabledChannelIsRefusedAndItsBacklogStaysParked) {
+  // Issue 17.9: resume lifted the pause that disable set, and with it sent the backlog of a
+  // channel enqueue still refused. Resume now wants the channel enabled first.
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  Enqueue(channel, 3);
+  ASSERT_EQ(Run({"channel", "disable", id, "--reason", "ops: endpoint retired"}).exit_code, 0);
+  CommandResult r = Run({"channel", "resume", id});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "bulkhead channel resume: channel " + id +
+                       " is disabled (ops: endpoint retired); it stays paused with 3 parked "
+                       "deliveries: enable it first with `bulkhead channel enable " +
+                       id + "`, then resume it\n");
+  EXPECT_EQ(Count("state = 'parked'"), 3);
+  EXPECT_TRUE(QueryValue<bool>(db(), "SELECT paused FROM bulkhead.channels WHERE id = " + id));
+  ClaimStore claim(db());
+  EXPECT_TRUE(claim.Claim("bulk", 10, "node-a").empty());
+
+  ASSERT_EQ(Run({"channel", "enable", id}).exit_code, 0);
+  CommandResult resumed = Run({"channel", "resume", id});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(claim.Claim("bulk", 10, "node-a").size(), 3u);
 }
 
 TEST_F(ChannelCommandTest, DisableAndEnableOfAnUnknownChannelExitOne) {

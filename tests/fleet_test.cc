@@ -247,6 +247,47 @@ TEST_F(FleetTest, PruningDeletesOnlyOldFinishedJobsInBoundedBatches) {
   EXPECT_EQ(Count("state = 'available'"), 5);
 }
 
+TEST_F(FleetTest, AJobReplayedWhileAPruneWaitsForItsRowIsNotDeleted) {
+  // Issue 17.8: a prune batch picks an old discarded job, then waits for its row lock while an
+  // operator's replay holds it. Once the replay commits, the job is waiting again and must stay.
+  const int64_t id = EnqueueOne(Channel());
+  const std::string job = std::to_string(id);
+  Exec(
+      "UPDATE bulkhead.jobs SET state = 'discarded', last_error = 'x', "
+      "finished_at = now() - interval '8 days' WHERE id = " +
+      job);
+  auto operator_session = Connect();
+  pqxx::work replay(*operator_session);
+  // What Replay (admin_jobs_store.sql) sets, in a transaction still open.
+  replay.exec(
+      "UPDATE bulkhead.jobs SET state = 'available', priority = 3, attempt = 0, "
+      "finished_at = NULL, scheduled_at = now() WHERE id = " +
+      job);
+
+  auto leader = Connect();
+  pqxx::nontransaction(*leader).exec("SET lock_timeout = '20s'");  // a bug fails, never hangs
+  int pruned = -1;
+  std::string error;
+  std::thread prune([&] {
+    try {
+      AllStores store(*leader);
+      pruned = store.PruneFinished(7LL * 24 * 3600 * 1000, 10);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  const bool waited = WaitFor(
+      "(SELECT count(*) = 1 FROM pg_stat_activity WHERE datname = current_database() "
+      "AND wait_event_type = 'Lock')",
+      seconds(10));
+  replay.commit();
+  prune.join();
+  EXPECT_TRUE(waited) << "the prune never waited for the replay's row lock";
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(pruned, 0);
+  EXPECT_EQ(Count("id = " + job + " AND state = 'available' AND finished_at IS NULL"), 1);
+}
+
 // ---- Nodes -----------------------------------------------------------------------------------
 
 Reply After(milliseconds delay) {

@@ -85,6 +85,15 @@ int RunResume(const Subcommand& sub, std::span<const std::string_view> args) {
   return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     std::optional<ChannelChange> change = store.ResumeChannel(channel);
     if (!change) return NoSuchChannel(command, channel);
+    if (change->before == "disabled") {
+      // Resuming would send the backlog of a channel enqueue refuses: enable comes first.
+      std::cerr << command << ": channel " << channel << " is disabled ("
+                << cli::OneLine(change->reason) << "); it stays paused with "
+                << Deliveries(change->jobs, "parked")
+                << ": enable it first with `bulkhead channel enable " << channel
+                << "`, then resume it\n";
+      return kExitFailure;
+    }
     const bool was_paused = change->before == "paused";
     std::cout << "channel " << channel << (was_paused ? " resumed" : " was not paused");
     if (change->jobs > 0) {
@@ -401,7 +410,8 @@ meanwhile but sends no new probe. Pausing a paused channel changes nothing.
      R"(Lifts the hold: the channel's parked backlog returns to the queue in one statement, behind
 fresh deliveries (priority 3), with its retry times kept. If the channel's breaker is not
 closed, the backlog stays parked until the breaker's probe succeeds or an operator runs
-`bulkhead breaker reset CHANNEL`.
+`bulkhead breaker reset CHANNEL`. A disabled channel is refused (exit 1) and stays paused,
+its backlog parked: `channel enable` it first, then resume it.
 )",
      RunResume},
     {"rotate-secret",

@@ -33,7 +33,7 @@ std::optional<ChannelChange> AdminChannelStore::RunChannelChange(const char* sta
   const pqxx::row& r = rows[0];
   std::string before =
       pause_words ? (r["before"].as<bool>() ? "paused" : "running") : r["before"].as<std::string>();
-  return ChannelChange{before, r["jobs"].as<int64_t>()};
+  return ChannelChange{before, r["jobs"].as<int64_t>(), {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::ResetBreaker(int64_t channel) {
@@ -45,7 +45,16 @@ std::optional<ChannelChange> AdminChannelStore::PauseChannel(int64_t channel) {
 }
 
 std::optional<ChannelChange> AdminChannelStore::ResumeChannel(int64_t channel) {
-  return RunChannelChange("resume_channel", channel, true);
+  pqxx::work tx(conn_, "resume_channel");
+  pqxx::result rows = tx.exec_prepared("resume_channel", channel);
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  const pqxx::row& r = rows[0];
+  if (!r["enabled"].as<bool>()) {
+    return ChannelChange{"disabled", r["jobs"].as<int64_t>(),
+                         r["disabled_reason"].as<std::string>()};
+  }
+  return ChannelChange{r["before"].as<bool>() ? "paused" : "running", r["jobs"].as<int64_t>(), {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::DisableChannel(int64_t channel,
@@ -54,8 +63,8 @@ std::optional<ChannelChange> AdminChannelStore::DisableChannel(int64_t channel,
   pqxx::result rows = tx.exec_prepared("disable_channel", channel, reason);
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  return ChannelChange{rows[0]["before"].as<bool>() ? "enabled" : "disabled",
-                       rows[0]["jobs"].as<int64_t>()};
+  return ChannelChange{
+      rows[0]["before"].as<bool>() ? "enabled" : "disabled", rows[0]["jobs"].as<int64_t>(), {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::EnableChannel(int64_t channel) {
@@ -63,8 +72,8 @@ std::optional<ChannelChange> AdminChannelStore::EnableChannel(int64_t channel) {
   pqxx::result rows = tx.exec_prepared("enable_channel", channel);
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  return ChannelChange{rows[0]["before"].as<bool>() ? "enabled" : "disabled",
-                       rows[0]["jobs"].as<int64_t>()};
+  return ChannelChange{
+      rows[0]["before"].as<bool>() ? "enabled" : "disabled", rows[0]["jobs"].as<int64_t>(), {}};
 }
 
 std::optional<NewChannel> AdminChannelStore::AddChannel(const std::string& tenant,

@@ -42,7 +42,9 @@ class AdminChannelStore {
 
   // Pauses the channel, parking its waiting backlog. nullopt: no such channel.
   std::optional<ChannelChange> PauseChannel(int64_t channel);
-  // Resumes it, unparking if its breaker is closed. nullopt: no such channel.
+  // Resumes it, unparking if its breaker is closed. nullopt: no such channel. A disabled
+  // channel is not resumed: `before` is "disabled", `jobs` its parked jobs, kept, and `reason`
+  // why it is disabled.
   std::optional<ChannelChange> ResumeChannel(int64_t channel);
   // Disables the channel (enqueue refuses it) and pauses it, parking its waiting backlog.
   // nullopt: no such channel. `before` is "enabled" or "disabled".

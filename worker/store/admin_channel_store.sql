@@ -9,7 +9,7 @@
 -- RotateRetire, RotateSet.
 
 -- name: ListBreakers
--- Channels whose breaker is not closed or that are paused, longest broken first.
+-- Channels whose breaker is not closed or that are paused (or disabled), longest broken first.
 -- Every channel that is not simply flowing — breaker not closed, or paused — with
 -- its parked backlog (counted on jobs_parked). Broken breakers first, longest broken first.
 SELECT ch.id AS channel, t.name AS tenant, t.tier, ch.breaker_state AS state, ch.paused,
@@ -25,9 +25,9 @@ SELECT ch.id AS channel, t.name AS tenant, t.tier, ch.breaker_state AS state, ch
  ORDER BY ch.breaker_state = 'closed', ch.breaker_changed_at, ch.id
 
 -- name: ResetBreaker
--- Closes channel $1's breaker from any state and unparks its backlog (unless paused).
+-- Closes channel $1's breaker from any state and unparks its backlog (unless paused or disabled).
 -- An operator closes a channel's breaker from any state and returns its parked
--- backlog (unless the channel is paused), in one statement. A probe still in flight then
+-- backlog (unless the channel is paused or disabled: the flowing fragment), in one statement. A probe still in flight then
 -- answers into a closed breaker, and its compare-and-set matches nothing. On a breaker that
 -- was closed already it only unparks what may have stranded, keeping breaker_changed_at.
 WITH before AS (
@@ -40,9 +40,9 @@ WITH before AS (
                                    THEN ch.breaker_changed_at ELSE now() END
     FROM before
    WHERE ch.id = before.id
-  RETURNING ch.id, ch.paused
+  RETURNING ch.id, ch.paused, ch.enabled
 ), unparked AS (
-  {{unpark_backlog(reset, NOT reset.paused)}}
+  {{unpark_backlog(reset, reset.enabled AND NOT reset.paused)}}
 )
 SELECT before.breaker_state AS before,
        (SELECT count(*) FROM unparked) AS jobs,
@@ -67,18 +67,27 @@ SELECT before.paused AS before, (SELECT count(*) FROM parked) AS jobs,
   FROM before
 
 -- name: ResumeChannel
--- Resumes channel $1, unparking its backlog if its breaker is closed.
+-- Resumes channel $1, unparking its backlog if its breaker is closed; refuses a disabled one.
 -- Lifts the hold; the parked backlog returns to the queue if the breaker is
--- closed (an open breaker keeps it parked until its probe succeeds).
+-- closed (an open breaker keeps it parked until its probe succeeds). A disabled channel keeps
+-- its pause and its backlog parked: disable paused it so that nothing of a channel enqueue
+-- refuses is sent, and only `channel enable` (then resume) ends that. It then returns enabled
+-- false, its reason, and in `jobs` the parked jobs it kept.
 WITH before AS (
-  SELECT id, paused FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDATE
+  SELECT id, paused, enabled, disabled_reason FROM bulkhead.channels
+   WHERE id = $1 FOR NO KEY UPDATE
 ), resumed AS (
-  UPDATE bulkhead.channels AS ch SET paused = false FROM before WHERE ch.id = before.id
+  UPDATE bulkhead.channels AS ch SET paused = false
+    FROM before WHERE ch.id = before.id AND before.enabled
   RETURNING ch.id, ch.breaker_state
 ), unparked AS (
   {{unpark_backlog(resumed, resumed.breaker_state = 'closed')}}
 )
-SELECT before.paused AS before, (SELECT count(*) FROM unparked) AS jobs,
+SELECT before.paused AS before, before.enabled,
+       coalesce(before.disabled_reason, '') AS disabled_reason,
+       CASE WHEN before.enabled THEN (SELECT count(*) FROM unparked)
+            ELSE (SELECT count(*) FROM bulkhead.jobs j
+                   WHERE j.channel_id = before.id AND j.state = 'parked') END AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' resumed')) FROM resumed) AS notified,
        {{wake_queues(unparked)}} AS woken
   FROM before

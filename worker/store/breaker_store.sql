@@ -43,15 +43,16 @@ SELECT (SELECT count(*) FROM opened) AS done,
 -- Half_open → closed after this probe succeeded, returning the parked backlog
 -- to the queue in the same statement. Unparked jobs keep priority 3 and their scheduled_at:
 -- every channel's fresh deliveries (priority 1) still come first, and a retry that was
--- waiting keeps waiting. A paused channel's backlog stays parked until it is resumed.
+-- waiting keeps waiting. A paused (or disabled) channel's backlog stays parked until it is
+-- resumed.
 WITH closed AS (
   UPDATE bulkhead.channels
      SET breaker_state = 'closed', breaker_changed_at = now(), breaker_probe_at = NULL,
          breaker_probe_job = NULL, breaker_trips = 0
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
-  RETURNING id, paused
+  RETURNING id, paused, enabled
 ), unparked AS (
-  {{unpark_backlog(closed, NOT closed.paused)}}
+  {{unpark_backlog(closed, closed.enabled AND NOT closed.paused)}}
 )
 SELECT (SELECT count(*) FROM closed) AS done,
        (SELECT count(*) FROM unparked) AS jobs,

@@ -60,7 +60,8 @@ class ClaimStore {
   // spent, if `node` still owns it at that attempt), in one statement.
   GoneOutcome DisableGone(const GoneAnswer& answer, const std::string& node);
 
-  // Gives claimed jobs back as available without spending their attempt. Returns the rows.
+  // Gives claimed jobs back as available, in the queue of their tenant's tier now, without
+  // spending their attempt. Returns the rows.
   int HandBack(const std::vector<OwnedJob>& jobs, const std::string& node);
 
  private:

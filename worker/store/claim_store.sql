@@ -155,9 +155,13 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
 -- name: ClaimProbes
 -- open → half_open for up to $2 cooled-down channels of queue $1; node $3 claims each probe.
 -- Open → half_open for channels of this queue whose cooldown is over, each with
--- its oldest due parked job claimed by this node as the probe. FOR UPDATE SKIP LOCKED on the
--- channel row makes the probe fleet-wide: two nodes looking at once take different channels
--- or nothing. A channel with no due parked job stays open until a delivery for it waits.
+-- its oldest due parked job claimed by this node as the probe. FOR NO KEY UPDATE SKIP LOCKED on
+-- the channel row makes the probe fleet-wide: two nodes looking at once take different channels
+-- or nothing. Not FOR UPDATE: every enqueue holds FOR KEY SHARE on its channel's row until it
+-- commits (the jobs → channels foreign key), which FOR UPDATE conflicts with, so a busy
+-- channel's probe would be skipped nearly every time; FOR NO KEY UPDATE conflicts only with
+-- another transition's lock, as the UPDATE below needs no more. A channel with no due parked
+-- job stays open until a delivery for it waits.
 -- The probe has until now() + $4 (the request timeout and a margin) to answer; after that any
 -- node re-opens the breaker (expire_probes), so a hanging probe or a dead prober cannot leave
 -- it half-open.
@@ -166,9 +170,19 @@ WITH due AS (
     FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
    WHERE ch.breaker_state = 'open' AND ch.breaker_probe_at <= now() AND t.tier = $1
      AND ch.enabled AND NOT ch.paused
+     -- Only channels with something due to probe with, before the LIMIT: otherwise a few
+     -- channels whose parked jobs are all retries hours away, cooled down longest, would take
+     -- every slot on every look and no other channel would get its probe. A scalar sub-select,
+     -- not EXISTS: PostgreSQL may turn an EXISTS into a semi-join that first reads every due
+     -- parked job of the fleet (EXPLAIN showed a hash of jobs_parked), where this stays one
+     -- jobs_parked probe (channel_id, scheduled_at <= now()) per open channel, in probe order,
+     -- until the limit is reached.
+     AND (SELECT true FROM bulkhead.jobs p
+           WHERE p.channel_id = ch.id AND p.state = 'parked' AND p.scheduled_at <= now()
+           LIMIT 1)
    ORDER BY ch.breaker_probe_at
    LIMIT $2
-     FOR UPDATE OF ch SKIP LOCKED
+     FOR NO KEY UPDATE OF ch SKIP LOCKED
 ), chosen AS (
   SELECT due.id AS channel_id, probe.id AS job_id
     FROM due
@@ -240,7 +254,9 @@ UPDATE bulkhead.jobs
 -- that got the 410 (fenced like record: still executing, ours, at this attempt), with the
 -- attempt logged but not spent (attempt - 1, as a hand-back): a 410 says the endpoint is gone,
 -- not that this delivery failed, so its fate is the operator's — `channel enable` and `channel
--- resume` send the backlog again with its whole budget, `bulkhead cancel` ends it. Running it
+-- resume` send the backlog again with its whole budget, `bulkhead cancel` ends it. That job is
+-- parked in the queue of its tenant's tier now (a `tenant set-tier` while it was in flight moved
+-- only the waiting backlog), so resume sends it where its tenant is served. Running it
 -- again (another job of the channel got its 410 meanwhile) keeps the first reason and parks
 -- that job too. Returns whether this call disabled the channel, and the jobs parked.
 WITH before AS (
@@ -259,14 +275,15 @@ WITH before AS (
 ), answered AS (
   UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3, attempt = j.attempt - 1, last_error = $5::text,
+         queue = t.tier,
          attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
                          ELSE j.attempts END
                     || jsonb_build_array(jsonb_build_object(
                          'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
                          'duration_ms', round($6::float8::numeric, 1), 'status', 410, 'error', $5::text))
-    FROM before
+    FROM before, bulkhead.tenants AS t
    WHERE j.id = $2::bigint AND j.channel_id = before.id AND j.state = 'executing'
-     AND j.attempted_by = $4::text AND j.attempt = $3::int
+     AND j.attempted_by = $4::text AND j.attempt = $3::int AND t.id = j.tenant_id
   RETURNING 1
 ), parked AS (
   {{park_backlog(disabled)}}
@@ -277,10 +294,14 @@ SELECT before.enabled AS was_enabled,
   FROM before
 
 -- name: HandBack
--- Gives the batch $1 of jobs claimed by node $2 back as available, their attempt not spent.
+-- Gives node $2's claimed jobs $1 back as available, in their tenant's tier, attempt unspent.
 -- Claimed but not attempted (or abandoned at shutdown): back to available, the
--- attempt not spent, so the job loses none of its retry budget. Fenced like record.
+-- attempt not spent, so the job loses none of its retry budget. Fenced like record. Into the
+-- queue of its tenant's tier now, as record and rescue do: `tenant set-tier` moves only waiting
+-- jobs, so one in flight during the move would otherwise wait in a queue its tenant left (the
+-- new tier's nodes find it at their next poll).
 UPDATE bulkhead.jobs AS j
-   SET state = 'available', attempt = j.attempt - 1
-  FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint)
+   SET state = 'available', attempt = j.attempt - 1, queue = t.tier
+  FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint), bulkhead.tenants AS t
  WHERE j.id = r.id AND j.state = 'executing' AND j.attempted_by = $2 AND j.attempt = r.attempt
+   AND t.id = j.tenant_id

@@ -180,12 +180,18 @@ DELETE FROM bulkhead.nodes n
 -- Deletes up to $2 jobs that finished (completed, discarded, cancelled) more
 -- than $1 ms ago, oldest first along jobs_finished. Bounded, so that one run never holds locks
 -- or bloats WAL for long; the leader repeats it until a batch comes back short.
+-- The conditions are repeated outside the sub-select on purpose: when a row the batch picked
+-- is locked (an operator's replay, not yet committed), the DELETE waits and then rechecks only
+-- its own WHERE on the row's new version (EvalPlanQual), never the sub-select's snapshot — so
+-- a job replayed meanwhile, waiting again, is left alone instead of deleted.
 DELETE FROM bulkhead.jobs
  WHERE id IN (SELECT id FROM bulkhead.jobs
                WHERE state IN ('completed', 'discarded', 'cancelled')
                  AND finished_at < now() - $1 * interval '1 millisecond'
                ORDER BY finished_at, id
                LIMIT $2)
+   AND state IN ('completed', 'discarded', 'cancelled')
+   AND finished_at < now() - $1 * interval '1 millisecond'
 
 -- name: PruneOldSecrets
 -- Deletes old channel secrets whose window ended and clears the gate of channels left without any.

@@ -8,12 +8,16 @@
 to_char({{column}} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 
 -- fragment: flowing
--- The channel `ch` delivers: its breaker is closed and it is not paused (a disabled channel is
--- paused too). Where it does not, a waiting job is parked rather than made available — by the
--- claim, record, rescue and replay alike — and the reconciler unparks only where it does.
--- bulkhead.route() (schema/0002_breaker.up.sql) applies the same rule at enqueue; migrations
--- are never edited, so it keeps its own copy.
-(ch.breaker_state = 'closed' AND NOT ch.paused)
+-- The channel `ch` delivers: its breaker is closed, it is not paused and it is enabled. Where it
+-- does not, a waiting job is parked rather than made available — by the claim, record, rescue
+-- and replay alike — and the reconciler unparks only where it does. A disabled channel is
+-- paused too (disable sets both, and resume refuses a disabled channel), so `enabled` adds
+-- nothing while that holds; it is checked anyway because a row can break it — a database where
+-- an older `channel resume` lifted a disabled channel's pause, or a hand edit — and a disabled
+-- channel must never deliver. bulkhead.route() (schema/0002_breaker.up.sql) applies the same
+-- rule at enqueue (it refuses a disabled channel); migrations are never edited, so it keeps its
+-- own copy.
+(ch.breaker_state = 'closed' AND NOT ch.paused AND ch.enabled)
 
 -- fragment: park_backlog(changed)
 -- The body of a transition's `parked` CTE: the available jobs (any priority, due or not) of the

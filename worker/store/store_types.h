@@ -132,10 +132,12 @@ struct BreakerRow {
 };
 
 // What an operator's verb changed: the state before ("open", or "paused"/"running" for a
-// pause or resume) and the jobs it parked or unparked.
+// pause or resume) and the jobs it parked or unparked. A resume refused because the channel is
+// disabled says before "disabled", jobs: the parked jobs it kept, reason: why it is disabled.
 struct ChannelChange {
   std::string before;
   int64_t jobs = 0;
+  std::string reason;
 };
 
 // What `bulkhead tenant set-tier` moved: the tenant's name, its tier before, and the
