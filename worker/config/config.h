@@ -155,6 +155,17 @@ struct NodeOptions {
   // prunes them, in ms. 60000 (1 min)..31536000000 (365 days); default 7 days.
   int64_t retention_ms = 604'800'000;
 
+  // The database connections' timeouts and keepalives (session_settings.h), in ms; 0 leaves
+  // libpq's default (wait for ever). A connection attempt: 0..600000.
+  int64_t database_connect_timeout_ms = 5000;
+  // A statement the server runs, at most: 0..3600000.
+  int64_t database_statement_timeout_ms = 60000;
+  // Data sent and not acknowledged (the server gone mid-statement): 0..600000.
+  int64_t database_tcp_user_timeout_ms = 10000;
+  // An idle connection's silence before keepalive probes (every fifth of it, 3 unanswered
+  // and the connection is dead): 0..7200000.
+  int64_t database_keepalive_idle_ms = 10000;
+
   // The first bad field, with an empty ConfigError::file; std::nullopt when all are good.
   std::optional<ConfigError> Validate() const;
 

@@ -377,6 +377,14 @@ const NodeKey kNodeKeys[] = {
     IntKey<&NodeOptions::lease_ms>("lease_ms", false, 3000, 600'000),
     IntKey<&NodeOptions::retention_ms>("retention_ms", false, 60'000,
                                        31'536'000'000),  // 1 min .. 365 days
+    IntKey<&NodeOptions::database_connect_timeout_ms>("database_connect_timeout_ms", false, 0,
+                                                      600'000),
+    IntKey<&NodeOptions::database_statement_timeout_ms>("database_statement_timeout_ms", false, 0,
+                                                        3'600'000),
+    IntKey<&NodeOptions::database_tcp_user_timeout_ms>("database_tcp_user_timeout_ms", false, 0,
+                                                       600'000),
+    IntKey<&NodeOptions::database_keepalive_idle_ms>("database_keepalive_idle_ms", false, 0,
+                                                     7'200'000),
 };
 
 const TierKey kTierKeys[] = {

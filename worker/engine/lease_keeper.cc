@@ -25,6 +25,11 @@ LeaseKeeper::~LeaseKeeper() {
   thread_.join();
 }
 
+void LeaseKeeper::StopSweeping() {
+  std::lock_guard lock(sweep_mu_);
+  sweeping_ = false;
+}
+
 std::chrono::milliseconds LeaseKeeper::answer_pending_for(Clock::time_point now) const {
   const auto started = call_started_.load();
   if (started == Clock::time_point::max() || now <= started) return std::chrono::milliseconds(0);
@@ -88,7 +93,12 @@ void LeaseKeeper::Heartbeat(FleetStore& store, Clock::time_point now) {
 }
 
 void LeaseKeeper::ReturnStranded(FleetStore& store) {
-  const std::vector<int64_t> held = options_.held ? options_.held() : std::vector<int64_t>{};
+  std::vector<int64_t> held;
+  {
+    std::lock_guard lock(sweep_mu_);
+    if (!sweeping_) return;
+    if (options_.held) held = options_.held();
+  }
   Stranded stranded = store.ReturnStranded(options_.node, held, options_.lease.count());
   if (stranded.jobs == 0) return;
   stranded_returned_ += static_cast<uint64_t>(stranded.jobs);

@@ -62,6 +62,10 @@ class LeaseKeeper {
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
+  // No more stranded-job sweeps (the node is stopping: its parts hand back what they hold, and
+  // `held` may no longer be called). Returns once a sweep reading `held` has finished.
+  void StopSweeping();
+
   // Whether the last heartbeat succeeded.
   bool heartbeat_ok() const { return heartbeat_ok_.load(); }
   // How long the database call in progress has waited for its answer; 0 when none is.
@@ -81,6 +85,9 @@ class LeaseKeeper {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
+  // Held while `held` is called; sweeping_ is guarded by it.
+  std::mutex sweep_mu_;
+  bool sweeping_ = true;
 
   std::atomic<bool> heartbeat_ok_{true};
   // When the call in progress started; time_point::max() when none is.

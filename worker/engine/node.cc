@@ -25,7 +25,9 @@
 #include "migrator.h"
 #include "network_guard.h"
 #include "queue_runner.h"
+#include "session_settings.h"
 #include "status_server.h"
+#include "stop_deadline.h"
 #include "store_connection.h"
 #include "version.h"
 #include "wakeup_listener.h"
@@ -76,8 +78,22 @@ void BlockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+namespace {
+
+// A stop's time after the grace: the hand-back, the completion writer's drain (up to 10 s) and
+// removing the node's row. docs/operations.md's TimeoutStopSec is the grace + this and more.
+constexpr std::chrono::milliseconds kStopDrain{15000};
+
+DatabaseTimeouts TimeoutsOf(const NodeOptions& node) {
+  return {node.database_connect_timeout_ms, node.database_statement_timeout_ms,
+          node.database_tcp_user_timeout_ms, node.database_keepalive_idle_ms};
+}
+
+}  // namespace
+
 Node::Node(Config config, std::string database)
-    : config_(std::move(config)), database_(std::move(database)) {}
+    : config_(std::move(config)),
+      database_(WithSessionSettings(database, TimeoutsOf(config_.node))) {}
 
 void Node::Reload(const std::map<std::string, std::unique_ptr<QueueRunner>>& runners,
                   BreakerKeeper& keeper) {
@@ -327,8 +343,16 @@ int Node::Run() {
     std::lock_guard lock(parts_mu);
     serving = false;
   }
+  // From here the database may not answer; the deadline bounds the stop all the same.
+  const auto heartbeat_every = std::chrono::milliseconds(options.lease_ms / 5);
+  auto deadline_guard = std::make_unique<StopDeadline>(StopDeadline::Options{
+      std::chrono::milliseconds(options.shutdown_grace_ms), kStopDrain,
+      [&lease_keeper] {
+        return lease_keeper->answer_pending_for(std::chrono::steady_clock::now());
+      },
+      heartbeat_every});
+  lease_keeper->StopSweeping();  // the runners hand back what they hold
   listener.reset();
-  lease_keeper.reset();  // no sweep from here on: the runners hand back what they hold
   for (auto& [name, runner] : runners) runner->StopClaiming();
   auto in_flight = [&runners] {
     size_t n = 0;
@@ -377,6 +401,8 @@ int Node::Run() {
       }
     }
   }
+  deadline_guard.reset();  // the stop finished
+  lease_keeper.reset();
   FlushRepeatedEvents(std::chrono::steady_clock::now(), true);
   Log(LogLevel::kInfo, "node_stopped",
       {{"handed_back", handed_back},

@@ -1,0 +1,46 @@
+#include "stop_deadline.h"
+
+#include <cstdlib>
+
+#include "exit_codes.h"
+#include "logger.h"
+
+namespace bulkhead {
+
+StopDeadline::StopDeadline(Options options)
+    : options_(std::move(options)),
+      started_(std::chrono::steady_clock::now()),
+      thread_([this] { Run(); }) {}
+
+StopDeadline::~StopDeadline() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void StopDeadline::Run() {
+  auto exit_now = [](const char* reason, std::chrono::milliseconds waited) {
+    Log(LogLevel::kError, "stop_deadline_exit",
+        {{"reason", reason},
+         {"database_unanswered_ms", waited.count()},
+         {"detail",
+          "the stop could not finish in time: exiting; the jobs still executing under this "
+          "node return through lease rescue"}});
+    FlushRepeatedEvents(std::chrono::steady_clock::now(), true);
+    std::_Exit(kExitFailure);
+  };
+  std::unique_lock lock(mu_);
+  if (cv_.wait_until(lock, started_ + options_.grace, [&] { return done_; })) return;
+  const auto waited = options_.unanswered ? options_.unanswered() : std::chrono::milliseconds(0);
+  if (waited >= options_.unanswered_after) exit_now("the database does not answer", waited);
+  if (cv_.wait_until(lock, started_ + options_.grace + options_.drain, [&] { return done_; })) {
+    return;
+  }
+  exit_now("the grace and the drain are over",
+           options_.unanswered ? options_.unanswered() : std::chrono::milliseconds(0));
+}
+
+}  // namespace bulkhead
