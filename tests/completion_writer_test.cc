@@ -1,15 +1,18 @@
 // The completion writer against real PostgreSQL: a result the database refuses (or that cannot
 // even be encoded) is isolated by halving its batch and quarantined, so the results around it
-// are written and later ones keep flowing.
+// are written and later ones keep flowing; a writer whose writes keep failing says it is not
+// making progress.
 #include "completion_writer.h"
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "all_stores.h"
 #include "database_test.h"
+#include "metrics.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -81,17 +84,18 @@ TEST_F(CompletionWriterTest, AResultWithInvalidUtf8IsQuarantinedAndTheOthersAreW
     writer.Add(i == 17 ? Failed(jobs[i], "tls: bad record \xff\xfe from peer")
                        : Delivered(jobs[i]));
   }
-  ASSERT_TRUE(writer.Drain(std::chrono::seconds(5)));
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
   EXPECT_EQ(Count("state = 'completed'"), 39);
   // The poisoned attempt is not lost: its job got its retry, with the text made storable.
   EXPECT_EQ(Count("id = " + std::to_string(jobs[17].id) +
                   " AND state = 'available' AND last_error LIKE 'tls: bad record % from peer%'"),
             1);
+  EXPECT_EQ(writer.quarantined(), 1u);
 
   // Later results are not stuck behind it.
   std::vector<ClaimedJob> more = Claimed(3);
   for (const auto& job : more) writer.Add(Delivered(job));
-  ASSERT_TRUE(writer.Drain(std::chrono::seconds(5)));
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
   EXPECT_EQ(Count("state = 'completed'"), 42);
 }
 
@@ -105,10 +109,77 @@ TEST_F(CompletionWriterTest, AResultThePostgresRefusesIsIsolatedByHalvingTheBatc
     writer.Add(i == 3 || i == 70 ? Failed(jobs[i], std::string("reset\0by peer", 13))
                                  : Delivered(jobs[i]));
   }
-  ASSERT_TRUE(writer.Drain(std::chrono::seconds(5)));
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
   EXPECT_EQ(Count("state = 'completed'"), 98);
   EXPECT_EQ(Count("state = 'available' AND last_error IS NOT NULL"), 2);
   EXPECT_EQ(Count("state = 'executing'"), 0);
+  EXPECT_EQ(writer.quarantined(), 2u);
+}
+
+// A result refused even with a storable error text (here a retry delay past what an interval
+// holds: 22008) is dropped: its job stays executing, to be handed back or rescued, and the
+// results around it are written.
+TEST_F(CompletionWriterTest, AResultRefusedEvenWithAStorableTextIsDroppedAndCounted) {
+  std::vector<ClaimedJob> jobs = Claimed(10);
+  Metrics metrics("test");
+  CompletionWriter::Options options = WriterOptions();
+  options.metrics = &metrics;
+  CompletionWriter writer(options);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    AttemptResult r = Delivered(jobs[i]);
+    if (i == 5) {
+      r = Failed(jobs[i], "HTTP 503");
+      r.retry_delay_ms = std::numeric_limits<int64_t>::max();
+    }
+    writer.Add(r);
+  }
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
+  EXPECT_EQ(Count("state = 'completed'"), 9);
+  EXPECT_EQ(Count("id = " + std::to_string(jobs[5].id) + " AND state = 'executing'"), 1);
+  EXPECT_EQ(writer.quarantined(), 1u);
+  std::string scrape = metrics.Scrape();
+  EXPECT_NE(scrape.find(R"(bulkhead_quarantined_total{outcome="dropped",writer="completion"} 1)"),
+            std::string::npos)
+      << scrape;
+  EXPECT_NE(scrape.find(R"(bulkhead_quarantined_total{outcome="recorded",writer="completion"} 0)"),
+            std::string::npos);
+}
+
+// A database that refuses every write (here a trigger) is not the data's fault: the writer keeps
+// the results and retries, and says it is not making progress, which /readyz reports.
+TEST_F(CompletionWriterTest, AWriterWhoseWritesKeepFailingSaysItIsNotMakingProgress) {
+  std::vector<ClaimedJob> jobs = Claimed(5);
+  Exec(
+      "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$BEGIN RAISE EXCEPTION 'writes refused'; END$$; "
+      "CREATE TRIGGER refuse BEFORE UPDATE ON bulkhead.jobs FOR EACH ROW EXECUTE FUNCTION "
+      "refuse()");
+  CompletionWriter::Options options = WriterOptions();
+  options.stalled_after = std::chrono::milliseconds(300);
+  CompletionWriter writer(options);
+  EXPECT_FALSE(writer.progress().stalled);  // nothing waiting
+  for (const auto& job : jobs) writer.Add(Delivered(job));
+  EXPECT_FALSE(writer.progress().stalled);  // waiting, but not for long
+  EXPECT_FALSE(writer.Drain(std::chrono::milliseconds(600)));
+  CompletionWriter::Progress p = writer.progress();
+  EXPECT_TRUE(p.stalled);
+  EXPECT_EQ(p.waiting, 5u);
+  EXPECT_GE(p.since_write, std::chrono::milliseconds(300));
+  EXPECT_EQ(p.Describe().rfind("completion writer: 5 results waiting, none written for ", 0), 0u)
+      << p.Describe();
+  EXPECT_EQ(writer.quarantined(), 0u);  // none of them was set aside
+
+  Exec("DROP TRIGGER refuse ON bulkhead.jobs");
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));  // kept, and written once it could be
+  EXPECT_EQ(Count("state = 'completed'"), 5);
+  EXPECT_FALSE(writer.progress().stalled);
+}
+
+TEST(CompletionWriterStall, TheDefaultIsAThousandFlushesButNoLessThanFiveSeconds) {
+  EXPECT_EQ(CompletionWriter::DefaultStalledAfter(std::chrono::milliseconds(5)),
+            std::chrono::seconds(5));
+  EXPECT_EQ(CompletionWriter::DefaultStalledAfter(std::chrono::milliseconds(20)),
+            std::chrono::seconds(20));
 }
 
 }  // namespace
