@@ -51,6 +51,8 @@ TEST_F(BreakerKeeperTest, ARequestRefusedForItsTextIsQuarantinedAndTheQueueMoves
   EXPECT_EQ(Breaker(first_).rfind("open 5 failures in a row: tls: bad \uFFFD\uFFFD record [", 0),
             0u)
       << Breaker(first_);
+  EXPECT_EQ(keeper.quarantined(), 1u);
+  EXPECT_EQ(keeper.opened(), 2u);
 }
 
 }  // namespace
