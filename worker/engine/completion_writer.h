@@ -103,6 +103,8 @@ class CompletionWriter {
   // Results quarantined so far (recorded with their text replaced, or dropped).
   uint64_t quarantined() const { return quarantined_.load(std::memory_order_relaxed); }
 
+  // How many results wait and for how long none was written; stalled after `stalled_after`
+  // (the node's /readyz reports it).
   Progress progress() const;
 
   // Whether so many results wait that new claims should wait too.
@@ -137,6 +139,7 @@ class CompletionWriter {
   std::chrono::steady_clock::time_point last_progress_;
   bool stopping_ = false;
 
+  // Written by the writer thread, read from any.
   std::atomic<uint64_t> quarantined_{0};
 
   std::thread thread_;  // started last, joined first
