@@ -206,5 +206,15 @@ TEST(Verdict, CancelledCountsAsNeither) {
   EXPECT_FALSE(v.gone);
 }
 
+// curl's error buffer can hold a peer's bytes; one text PostgreSQL refuses would fail the whole
+// completion batch (completion_writer_test), so the recorded reason is always storable.
+TEST(Verdict, TheRecordedReasonIsStorableWhateverCurlSaid) {
+  const Verdict v =
+      DecideFor(Error(HttpError::kTls, std::string("bad record \xff\xfe\0 from peer", 24)));
+  EXPECT_EQ(v.error, "tls: bad record \uFFFD\uFFFD\uFFFD from peer");
+  const Verdict blocked = DecideFor(Error(HttpError::kBlocked, "blocked: h\xc3"));
+  EXPECT_EQ(blocked.error, "blocked: h\uFFFD");
+}
+
 }  // namespace
 }  // namespace bulkhead

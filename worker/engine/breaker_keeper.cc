@@ -6,6 +6,8 @@
 #include "cap_ledger.h"
 #include "logger.h"
 #include "reconnect_backoff.h"
+#include "storable_text.h"
+#include "store_failure.h"
 
 namespace bulkhead {
 namespace {
@@ -129,53 +131,98 @@ void BreakerKeeper::Count(const std::string& tier, std::string_view to, int64_t 
 
 bool BreakerKeeper::Execute(const Request& request) {
   const TierOptions tier = Tier(request.tier);
+  auto failed = [&](const std::exception& e) {
+    Log(LogLevel::kWarn, "breaker_transition_failed",
+        {{"tier", tier.name},
+         {"channel", request.channel},
+         {"sqlstate", SqlState(e)},
+         {"error", FirstLine(e.what())}});
+    return false;
+  };
   try {
-    BreakerStore& store = store_.Get();
-    if (request.kind == Request::kOpen) {
-      BreakerTransition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
-      if (t.done) {
-        ++opened_;
-        Count(tier.name, "open", t.jobs);
-        Log(LogLevel::kWarn, "breaker_opened",
-            {{"tier", tier.name},
-             {"channel", request.channel},
-             {"parked", t.jobs},
-             {"cooldown_ms", tier.cooldown_ms},
-             {"reason", request.detail}});
-      }
-    } else if (request.success) {
-      BreakerTransition t = store.CloseBreaker(request.channel, request.job);
-      if (t.done) {
-        ++closed_;
-        Count(tier.name, "closed", 0);
-        board(tier.name).Learn(request.channel, true);
-        Log(LogLevel::kInfo, "breaker_closed",
-            {{"tier", tier.name},
-             {"channel", request.channel},
-             {"probe_job", request.job},
-             {"unparked", t.jobs}});
-      }
-    } else {
-      std::string reason =
-          "probe job " + std::to_string(request.job) + " failed: " + request.detail;
-      BreakerTransition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
-                                                tier.cooldown_max_ms, reason);
-      if (t.done) {
-        ++reopened_;
-        Count(tier.name, "open", t.jobs);
-        Log(LogLevel::kWarn, "breaker_reopened",
-            {{"tier", tier.name},
-             {"channel", request.channel},
-             {"probe_job", request.job},
-             {"parked", t.jobs},
-             {"reason", reason}});
-      }
-    }
+    Transition(tier, request);
     return true;
   } catch (const std::exception& e) {
-    Log(LogLevel::kWarn, "breaker_transition_failed",
-        {{"tier", tier.name}, {"channel", request.channel}, {"error", FirstLine(e.what())}});
-    return false;
+    if (!IsDataFailure(e)) return failed(e);
+    // The request's data is refused and would be for ever: set it aside rather than block the
+    // queue behind it. Its only free text is the reason; try once more with it made storable.
+    Request safe = request;
+    std::string sqlstate = SqlState(e);
+    safe.detail = StorableText(request.detail) + " [the original text could not be stored" +
+                  (sqlstate.empty() ? "" : ": SQLSTATE " + sqlstate) + "]";
+    bool recorded = false;
+    std::string retry_error;
+    try {
+      Transition(tier, safe);
+      recorded = true;
+    } catch (const std::exception& again) {
+      if (!IsDataFailure(again)) return failed(again);  // the database went: stays queued
+      retry_error = FirstLine(again.what());
+    }
+    ++quarantined_;
+    if (options_.metrics) {
+      options_.metrics->quarantined(Metrics::QuarantineWriter::kBreaker, recorded).Increment();
+    }
+    nlohmann::json fields = {
+        {"tier", tier.name},
+        {"channel", request.channel},
+        {"request", request.kind == Request::kOpen ? "open" : "probe_answer"},
+        {"probe_job", request.job},
+        {"sqlstate", sqlstate},
+        {"error", FirstLine(e.what())},
+        {"outcome", recorded ? "recorded" : "dropped"},
+        {"detail", recorded
+                       ? "the database refused this request's text; the transition was made with "
+                         "the text made storable"
+                       : "the database refused this request even with its text made "
+                         "storable; dropped (an open not made is asked again by the next "
+                         "failures, an unanswered probe expires)"}};
+    if (!recorded) fields["retry_error"] = retry_error;
+    Log(LogLevel::kError, "breaker_request_quarantined", fields);
+    return true;
+  }
+}
+
+void BreakerKeeper::Transition(const TierOptions& tier, const Request& request) {
+  BreakerStore& store = store_.Get();
+  if (request.kind == Request::kOpen) {
+    BreakerTransition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
+    if (t.done) {
+      ++opened_;
+      Count(tier.name, "open", t.jobs);
+      Log(LogLevel::kWarn, "breaker_opened",
+          {{"tier", tier.name},
+           {"channel", request.channel},
+           {"parked", t.jobs},
+           {"cooldown_ms", tier.cooldown_ms},
+           {"reason", request.detail}});
+    }
+  } else if (request.success) {
+    BreakerTransition t = store.CloseBreaker(request.channel, request.job);
+    if (t.done) {
+      ++closed_;
+      Count(tier.name, "closed", 0);
+      board(tier.name).Learn(request.channel, true);
+      Log(LogLevel::kInfo, "breaker_closed",
+          {{"tier", tier.name},
+           {"channel", request.channel},
+           {"probe_job", request.job},
+           {"unparked", t.jobs}});
+    }
+  } else {
+    std::string reason = "probe job " + std::to_string(request.job) + " failed: " + request.detail;
+    BreakerTransition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
+                                              tier.cooldown_max_ms, reason);
+    if (t.done) {
+      ++reopened_;
+      Count(tier.name, "open", t.jobs);
+      Log(LogLevel::kWarn, "breaker_reopened",
+          {{"tier", tier.name},
+           {"channel", request.channel},
+           {"probe_job", request.job},
+           {"parked", t.jobs},
+           {"reason", reason}});
+    }
   }
 }
 

@@ -16,7 +16,11 @@
 // Requests (RequestOpen, ProbeAnswered) wait in a queue bounded by the channels in play: one
 // open request per channel at a time, one answer per probe. A request that fails on a
 // database error stays queued and is retried on a new connection after a backoff; a
-// transition another node made first is simply not made again (compare-and-set).
+// transition another node made first is simply not made again (compare-and-set). A request
+// refused for its data (store_failure.h: its reason text, say, is one PostgreSQL cannot hold)
+// would block the queue for ever, so it is quarantined instead: made once more with its reason
+// made storable (StorableText), and dropped if even that is refused; either way logged
+// (breaker_request_quarantined) and counted (bulkhead_quarantined_total{writer="breaker"}).
 //
 // Threads: the keeper's thread owns the connection. Every public method may be called from
 // any thread: RequestOpen and ProbeAnswered from the HTTP sender's I/O thread (they only
@@ -86,6 +90,8 @@ class BreakerKeeper {
   uint64_t opened() const { return opened_.load(); }
   uint64_t closed() const { return closed_.load(); }
   uint64_t reopened() const { return reopened_.load(); }
+  // Requests set aside because the database refused their data (recorded or dropped).
+  uint64_t quarantined() const { return quarantined_.load(); }
 
  private:
   struct Request {
@@ -98,8 +104,11 @@ class BreakerKeeper {
   };
 
   void Run();
-  // Runs one request; false if the database failed (the request stays queued).
+  // Runs one request; false if the database failed (the request stays queued). A request
+  // refused for its data is quarantined and counts as done.
   bool Execute(const Request& request);
+  // The request's transition. Throws the store's exceptions.
+  void Transition(const TierOptions& tier, const Request& request);
   // Counts `transitions` into the state `to` (open, closed) and the jobs they parked.
   void Count(const std::string& tier, std::string_view to, int64_t parked, int64_t transitions = 1);
   // The timers' work; false if the database failed.
@@ -127,6 +136,7 @@ class BreakerKeeper {
   std::atomic<uint64_t> opened_{0};
   std::atomic<uint64_t> closed_{0};
   std::atomic<uint64_t> reopened_{0};
+  std::atomic<uint64_t> quarantined_{0};
 
   std::thread thread_;  // started last
 };

@@ -1,14 +1,31 @@
 #include "completion_writer.h"
 
-#include "completion_store.h"
+#include <algorithm>
+
 #include "logger.h"
 #include "reconnect_backoff.h"
-#include "store_connection.h"
+#include "storable_text.h"
+#include "store_failure.h"
 
 namespace bulkhead {
 
+std::chrono::milliseconds CompletionWriter::DefaultStalledAfter(
+    std::chrono::milliseconds flush_interval) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(5), 1000 * flush_interval);
+}
+
+std::string CompletionWriter::Progress::Describe() const {
+  return "completion writer: " + std::to_string(waiting) + " results waiting, none written for " +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(since_write).count()) +
+         " s";
+}
+
 CompletionWriter::CompletionWriter(Options options)
-    : options_(std::move(options)), thread_([this] { Run(); }) {}
+    : options_(std::move(options)),
+      stalled_after_(options_.stalled_after.count() > 0
+                         ? options_.stalled_after
+                         : DefaultStalledAfter(options_.flush_interval)),
+      thread_([this] { Run(); }) {}
 
 CompletionWriter::~CompletionWriter() {
   {
@@ -24,6 +41,7 @@ void CompletionWriter::Add(AttemptResult result) {
     std::lock_guard lock(mu_);
     bool first = pending_.empty();
     if (first) oldest_pending_ = std::chrono::steady_clock::now();
+    if (added_ == written_) last_progress_ = oldest_pending_;  // nothing was waiting
     pending_.push_back(std::move(result));
     ++added_;
     // The writer needs waking for the first result (it starts the flush clock) and for a full
@@ -56,6 +74,87 @@ uint64_t CompletionWriter::written() const {
   return written_;
 }
 
+CompletionWriter::Progress CompletionWriter::progress() const {
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  Progress p;
+  p.waiting = static_cast<size_t>(added_ - written_);
+  if (p.waiting == 0) return p;
+  p.since_write = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_progress_);
+  p.stalled = p.since_write >= stalled_after_;
+  return p;
+}
+
+void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
+                             const std::vector<AttemptResult>& batch, size_t begin, size_t end,
+                             size_t& handled) {
+  const bool whole = begin == 0 && end == batch.size();
+  try {
+    if (whole) {
+      store.Get().Record(batch, options_.node);
+    } else {  // a half, while looking for a poisoned result: a copy is cheap next to the search
+      std::vector<AttemptResult> part(batch.begin() + begin, batch.begin() + end);
+      store.Get().Record(part, options_.node);
+    }
+  } catch (const std::exception& e) {
+    if (!IsDataFailure(e)) throw;
+    if (end - begin == 1) {
+      Quarantine(store, batch[begin], e);
+      ++handled;
+      return;
+    }
+    if (whole) {
+      Log(LogLevel::kWarn, "completion_batch_split",
+          {{"results", batch.size()},
+           {"sqlstate", SqlState(e)},
+           {"error", FirstLine(e.what())},
+           {"detail", "the database refused this batch's data; halving it to find the result"}});
+    }
+    size_t middle = begin + (end - begin) / 2;
+    Write(store, batch, begin, middle, handled);
+    Write(store, batch, middle, end, handled);
+    return;
+  }
+  if (options_.metrics) {
+    options_.metrics->completion_batch_size().Observe(static_cast<double>(end - begin));
+  }
+  handled += end - begin;
+}
+
+void CompletionWriter::Quarantine(StoreConnection<CompletionStore>& store,
+                                  const AttemptResult& result, const std::exception& failure) {
+  std::string sqlstate = SqlState(failure);
+  AttemptResult safe = result;
+  safe.error = StorableText(result.error) + " [the original error text could not be stored" +
+               (sqlstate.empty() ? "" : ": SQLSTATE " + sqlstate) + "]";
+  bool recorded = false;
+  std::string retry_error;
+  try {
+    store.Get().Record({safe}, options_.node);
+    recorded = true;
+  } catch (const std::exception& e) {
+    if (!IsDataFailure(e)) throw;  // the database went: the caller keeps the result
+    retry_error = FirstLine(e.what());
+  }
+  ++quarantined_;
+  if (options_.metrics) {
+    options_.metrics->quarantined(Metrics::QuarantineWriter::kCompletion, recorded).Increment();
+  }
+  nlohmann::json fields = {
+      {"job", result.id},
+      {"attempt", result.attempt},
+      {"sqlstate", sqlstate},
+      {"error", FirstLine(failure.what())},
+      {"outcome", recorded ? "recorded" : "dropped"},
+      {"detail", recorded ? "the database refused this result; recorded again with its error "
+                            "text made storable, so the job still gets its retry or discard"
+                          : "the database refused this result even with its error text made "
+                            "storable; dropped: the job stays executing until handed back or "
+                            "rescued"}};
+  if (!recorded) fields["retry_error"] = retry_error;
+  Log(LogLevel::kError, "completion_result_quarantined", fields);
+}
+
 void CompletionWriter::Run() {
   StoreConnection<CompletionStore> store(options_.database);
   ReconnectBackoff backoff;           // 100 ms doubling to 5 s, jittered
@@ -79,18 +178,17 @@ void CompletionWriter::Run() {
     if (!pending_.empty()) oldest_pending_ = std::chrono::steady_clock::now();
     lock.unlock();
 
+    size_t handled = 0;  // written or quarantined: a prefix of the batch
     bool ok = false;
     try {
-      store.Get().Record(batch, options_.node);
+      Write(store, batch, 0, batch.size(), handled);
       ok = true;
-      if (options_.metrics) {
-        options_.metrics->completion_batch_size().Observe(static_cast<double>(batch.size()));
-      }
       backoff.Reset();
     } catch (const std::exception& e) {
       wait = backoff.Next();
       Log(LogLevel::kWarn, "completion_write_failed",
-          {{"results", batch.size()},
+          {{"results", batch.size() - handled},
+           {"sqlstate", SqlState(e)},
            {"error", FirstLine(e.what())},
            {"retry_in_ms", wait.count()}});
       store.Reset();
@@ -98,23 +196,25 @@ void CompletionWriter::Run() {
 
     lock.lock();
     writing_.clear();  // written, or back in pending_ below
+    if (handled > 0) {
+      written_ += handled;
+      last_progress_ = std::chrono::steady_clock::now();
+      drained_.notify_all();
+    }
     if (!ok && stopping_) {
       // Shutting down and the database is gone: these jobs stay `executing` under this node
       // and come back through the rescue of expired leases. Delivery stays at-least-once.
-      Log(LogLevel::kError, "completion_results_abandoned",
-          {{"results", batch.size() + pending_.size()}});
-      written_ += batch.size() + pending_.size();
+      size_t left = batch.size() - handled + pending_.size();
+      Log(LogLevel::kError, "completion_results_abandoned", {{"results", left}});
+      written_ += left;
       pending_.clear();
       drained_.notify_all();
       return;
     }
-    if (ok) {
-      written_ += batch.size();
-      drained_.notify_all();
-    } else {
-      // Put the batch back in front and wait before the next try (a stop does not skip it:
-      // the node's shutdown bounds the whole drain with its grace period).
-      pending_.insert(pending_.begin(), std::make_move_iterator(batch.begin()),
+    if (!ok) {
+      // Put what is left of the batch back in front and wait before the next try (a stop does
+      // not skip it: the node's shutdown bounds the whole drain with its grace period).
+      pending_.insert(pending_.begin(), std::make_move_iterator(batch.begin() + handled),
                       std::make_move_iterator(batch.end()));
       wake_.wait_for(lock, wait);
     }

@@ -7,19 +7,38 @@
 // first: some 200 statements a second instead of 10,000 transactions; the price is up to 5 ms
 // before a delivered job reads `completed`.
 //
-// Losing the database loses no result while the node runs: a failed write keeps the batch and
-// retries with backoff (ReconnectBackoff: 100 ms doubling to 5 s, jittered) on a new connection.
-// Only when the writer is destroyed during an outage does it give up, logging how many results it
-// dropped; those jobs stay `executing` and return through lease rescue, so delivery stays
-// at-least-once.
+// Losing the database loses no result while the node runs: a write that fails for the
+// database's sake (store_failure.h: the connection lost, a read-only standby, privileges, a
+// timeout) keeps the batch and retries with backoff (ReconnectBackoff: 100 ms doubling to 5 s,
+// jittered) on a new connection. Only when the writer is destroyed during an outage does it give
+// up, logging how many results it dropped; those jobs stay `executing` and return through lease
+// rescue, so delivery stays at-least-once.
+//
+// Poison: a write that fails for the data's sake (a text PostgreSQL cannot hold, a value out of
+// range, a text that is not UTF-8 and cannot even be encoded) would fail the same way for ever,
+// so the batch is halved and each half written, again and again, until each offending result is
+// alone: about 2 × log2(500) ≈ 18 statements for one bad result in a full batch, once; the good
+// results around it are written as usual. Each one left alone is quarantined: logged once
+// (completion_result_quarantined, with its job, attempt, SQLSTATE and error) and counted
+// (bulkhead_quarantined_total{writer="completion"}), then written again with its error text
+// replaced by a storable one (StorableText, with a note that the original could not be
+// stored), so its job still gets its retry or discard (outcome "recorded"). Only if even that
+// fails is it dropped (outcome "dropped"): its job stays `executing` under this node until it is
+// handed back or its lease is rescued.
+//
+// Progress: progress() says whether results have waited `stalled_after` (default: a thousand
+// flush intervals, at least 5 s) without any being written; the node's /readyz reports it, since
+// a writer that cannot write also stops the claims (below) while the heartbeat may still pass.
 //
 // Bounded: Saturated() turns true at 20 batches waiting (10,000 results at the defaults), and
 // queue runners stop claiming until it clears, so a slow or failing database holds the node's
 // memory flat instead of letting results pile up.
 //
-// Threads: Add() and Drain() from any thread; the writer thread owns the connection.
+// Threads: Add(), Drain(), progress() and the counters from any thread; the writer thread owns
+// the connection.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -29,7 +48,9 @@
 #include <thread>
 #include <vector>
 
+#include "completion_store.h"
 #include "metrics.h"
+#include "store_connection.h"
 #include "store_types.h"
 
 namespace bulkhead {
@@ -41,7 +62,27 @@ class CompletionWriter {
     std::string node;      // the fence: results are written for this node's claims only
     int batch_size = 500;
     std::chrono::milliseconds flush_interval{5};
-    Metrics* metrics = nullptr;  // bulkhead_completion_batch_size; nullptr records nothing
+    // bulkhead_completion_batch_size, bulkhead_quarantined_total; nullptr records nothing
+    Metrics* metrics = nullptr;
+    // Results waiting this long with none written is "not making progress"; 0 means
+    // DefaultStalledAfter(flush_interval).
+    std::chrono::milliseconds stalled_after{0};
+  };
+
+  // A thousand flush intervals, and no less than 5 s. A healthy writer writes a result within
+  // one flush interval plus a statement (a few ms), so 1000 × flush is far past any healthy
+  // batch; the 5 s floor rides out a slow statement, a checkpoint and the first reconnects of a
+  // database blip (backoff 100 ms doubling to 5 s) without flapping readiness.
+  static std::chrono::milliseconds DefaultStalledAfter(std::chrono::milliseconds flush_interval);
+
+  // Whether the writer keeps up.
+  struct Progress {
+    size_t waiting = 0;  // results added and not yet written (or quarantined)
+    // Since the last write, or since the oldest waiting result arrived when that is later.
+    std::chrono::milliseconds since_write{0};
+    bool stalled = false;  // waiting > 0 and since_write >= stalled_after
+    // "completion writer: 120 results waiting, none written for 12 s", for /readyz.
+    std::string Describe() const;
   };
 
   explicit CompletionWriter(Options options);
@@ -56,21 +97,39 @@ class CompletionWriter {
   // Returns whether everything was written.
   bool Drain(std::chrono::milliseconds timeout);
 
-  // Results written so far (for the node's progress log and tests).
+  // Results written so far, quarantined ones included (for the node's progress log and tests).
   uint64_t written() const;
 
   // Appends the jobs whose results wait here or are being written: executing in the database
   // until their batch commits (the node's stranded-job sweep must not return them).
   void HeldJobs(std::vector<int64_t>* jobs) const;
 
+  // Results quarantined so far (recorded with their text replaced, or dropped).
+  uint64_t quarantined() const { return quarantined_.load(std::memory_order_relaxed); }
+
+  // How many results wait and for how long none was written; stalled after `stalled_after`
+  // (the node's /readyz reports it).
+  Progress progress() const;
+
   // Whether so many results wait that new claims should wait too.
   bool Saturated() const;
 
  private:
   void Run();
+  // Writes batch[begin, end) as one statement; on a data failure, halves it and writes each
+  // half, down to single results, which are quarantined. `handled` (results written or
+  // quarantined) always grows over a prefix of the batch, the left half going first. Throws on a
+  // failure that is not the data's; the caller keeps batch[handled, end).
+  void Write(StoreConnection<CompletionStore>& store, const std::vector<AttemptResult>& batch,
+             size_t begin, size_t end, size_t& handled);
+  // Logs and counts the one result `failure` refused, and records it with a storable error text
+  // if that can be written. Throws on a failure that is not the data's.
+  void Quarantine(StoreConnection<CompletionStore>& store, const AttemptResult& result,
+                  const std::exception& failure);
 
   // Constant after construction.
   const Options options_;
+  const std::chrono::milliseconds stalled_after_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;     // the writer waits here for results or stop
@@ -80,8 +139,13 @@ class CompletionWriter {
   std::vector<int64_t> writing_;  // the jobs of the batch being written
   std::chrono::steady_clock::time_point oldest_pending_;
   uint64_t added_ = 0;
-  uint64_t written_ = 0;  // results handed to Record(), stale ones included
+  uint64_t written_ = 0;  // results handed to Record(), stale and quarantined ones included
+  // The last write, or the Add() that found nothing waiting: what progress() measures from.
+  std::chrono::steady_clock::time_point last_progress_;
   bool stopping_ = false;
+
+  // Written by the writer thread, read from any.
+  std::atomic<uint64_t> quarantined_{0};
 
   std::thread thread_;  // started last, joined first
 };

@@ -294,6 +294,11 @@ int Node::Run() {
         reasons.push_back("claim loop " + name + ": not running, or its last claim failed");
       }
     }
+    // Results waiting with none written (completion_writer.h): the heartbeat may pass while the
+    // writer cannot write, and a saturated writer stops the claims.
+    if (CompletionWriter::Progress p = writer.progress(); p.stalled) {
+      reasons.push_back(p.Describe());
+    }
     return reasons;
   };
   StatusServer status(options.metrics_listen, scrape, readiness);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "retry_after.h"
+#include "storable_text.h"
 
 namespace bulkhead {
 
@@ -39,8 +40,9 @@ DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt) 
 std::string FailureReason(const HttpOutcome& outcome) {
   if (outcome.delivered()) return "";
   if (outcome.error == HttpError::kNone) return "HTTP " + std::to_string(outcome.status);
-  if (outcome.error == HttpError::kBlocked) return outcome.error_text;  // "blocked: …" already
-  return std::string(HttpErrorName(outcome.error)) + ": " + outcome.error_text;
+  // The sender cleans curl's text already; this is the last gate before the text is stored.
+  if (outcome.error == HttpError::kBlocked) return StorableText(outcome.error_text);
+  return std::string(HttpErrorName(outcome.error)) + ": " + StorableText(outcome.error_text);
 }
 
 Verdict Decide(const HttpOutcome& outcome, const AttemptFacts& attempt, const JudgeRules& rules) {

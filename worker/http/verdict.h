@@ -70,7 +70,9 @@ enum class DeliveryOutcome { kDelivered, kFailed, kTimeout, kRefused, kDiscarded
 DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt);
 
 // The reason recorded in jobs.last_error and the attempt log: "HTTP 503", the guard's
-// "blocked: …" text, or "<error word>: <curl's message>". Empty when delivered.
+// "blocked: …" text, or "<error word>: <curl's message>". Empty when delivered. Always
+// StorableText (valid UTF-8, no NUL): one text PostgreSQL refuses would fail its whole completion
+// batch.
 std::string FailureReason(const HttpOutcome& outcome);
 
 // The attempt an answer belongs to.

@@ -178,6 +178,19 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                                 .Help("Results written per completion statement")
                                 .Register(r)
                                 .Add({}, kBatchBuckets);
+  auto& quarantined = BuildCounter()
+                          .Name("bulkhead_quarantined_total")
+                          .Help(
+                              "Attempt results (writer=completion) and breaker requests "
+                              "(writer=breaker) set aside because the database refused their "
+                              "data: recorded with their text replaced, or dropped")
+                          .Register(r);
+  for (int w = 0; w < 2; ++w) {
+    for (int o = 0; o < 2; ++o) {
+      quarantined_[w][o] = &quarantined.Add({{"writer", w == 0 ? "completion" : "breaker"},
+                                             {"outcome", o == 0 ? "recorded" : "dropped"}});
+    }
+  }
   rescued_ = &BuildCounter()
                   .Name("bulkhead_rescued_total")
                   .Help(

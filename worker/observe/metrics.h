@@ -12,10 +12,11 @@
 //   EndpointAnswers (runner)     channels disabled by a 410, waiting jobs snoozed
 //   QueueRunner (sender I/O)     deliveries by outcome (the Verdict's), delivery duration, SSRF
 //                                refusals; answering jobs snoozed (EndpointAnswers)
-//   CompletionWriter (writer)    completion batch size
-//   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening
+//   CompletionWriter (writer)    completion batch size, results quarantined
+//   BreakerKeeper (keeper)       breaker transitions, jobs parked by an opening, requests
+//                                quarantined
 //   Maintenance (its thread)     rescued jobs; as the leader, the fleet-wide samples below
-//   Node (its main thread)       stranded jobs returned
+//   LeaseKeeper (its thread)     stranded jobs returned
 //   StoreConnection (any owner)  database errors and reconnects (process-wide atomics, copied
 //                                into the counters at scrape time)
 //   Scrape (status server)       in-flight and worker gauges, process metrics from /proc
@@ -97,6 +98,12 @@ class Metrics {
   prometheus::Histogram& completion_batch_size() { return *completion_batch_size_; }
   prometheus::Counter& rescued() { return *rescued_; }
   prometheus::Counter& stranded_returned() { return *stranded_returned_; }
+  // A completion result (completion_writer.h) or a breaker request (breaker_keeper.h) the
+  // database refused for its data: `recorded` once its text was replaced, or `dropped`.
+  enum class QuarantineWriter { kCompletion, kBreaker };
+  prometheus::Counter& quarantined(QuarantineWriter writer, bool recorded) {
+    return *quarantined_[static_cast<int>(writer)][recorded ? 0 : 1];
+  }
 
   // The leader's samples: replaces every series of the three families with `sample`.
   void SetFleetSample(const FleetCounts& sample);
@@ -140,6 +147,7 @@ class Metrics {
   prometheus::Histogram* completion_batch_size_;
   prometheus::Counter* rescued_;
   prometheus::Counter* stranded_returned_;
+  prometheus::Counter* quarantined_[2][2];  // [writer][recorded, dropped]
   prometheus::Counter* reconnects_;
   prometheus::Counter* database_errors_;
   prometheus::Gauge* leader_;

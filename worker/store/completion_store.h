@@ -2,9 +2,11 @@
 // of attempt results back (worker/store/completion_store.sql). The store prepares only it.
 //
 // One CompletionStore per connection, and both belong to the completion writer's thread.
-// Database errors throw pqxx exceptions; the writer catches them, resets its StoreConnection
-// and keeps the batch. Construction throws std::logic_error when the build embedded no
-// statement of a name it needs (named_queries.h).
+// Database errors throw pqxx exceptions, and a text that is not UTF-8 throws
+// nlohmann::json::exception while the batch is encoded; the writer tells a failure of the data
+// from one of the database (store_failure.h): it sets the one offending result aside, or resets
+// its StoreConnection and keeps the batch. Construction throws std::logic_error when the build
+// embedded no statement of a name it needs (named_queries.h).
 #pragma once
 
 #include <pqxx/pqxx>

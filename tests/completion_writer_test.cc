@@ -1,0 +1,186 @@
+// The completion writer against real PostgreSQL: a result the database refuses (or that cannot
+// even be encoded) is isolated by halving its batch and quarantined, so the results around it
+// are written and later ones keep flowing; a writer whose writes keep failing says it is not
+// making progress.
+#include "completion_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "all_stores.h"
+#include "database_test.h"
+#include "metrics.h"
+#include "tenancy.h"
+
+namespace bulkhead {
+namespace {
+
+using testing::AllStores;
+using testing::DatabaseTest;
+using testing::QueryValue;
+
+class CompletionWriterTest : public DatabaseTest {
+ protected:
+  void SetUp() override {
+    DatabaseTest::SetUp();
+    channel_ = testing::CreateChannel(db(), testing::CreateTenant(db(), "acme"));
+  }
+
+  // Enqueues `n` deliveries and claims them for node-a: jobs the writer may finish.
+  std::vector<ClaimedJob> Claimed(int n) {
+    Exec("SELECT bulkhead.enqueue(" + std::to_string(channel_) +
+         ", '{}'::jsonb) FROM generate_series(1, " + std::to_string(n) + ")");
+    AllStores store(db());
+    return store.Claim("default", n, "node-a");
+  }
+
+  static AttemptResult Delivered(const ClaimedJob& job) {
+    AttemptResult r;
+    r.id = job.id;
+    r.attempt = job.attempt;
+    r.delivered = true;
+    r.status = 204;
+    r.duration_ms = 3;
+    return r;
+  }
+
+  static AttemptResult Failed(const ClaimedJob& job, std::string error) {
+    AttemptResult r;
+    r.id = job.id;
+    r.attempt = job.attempt;
+    r.error = std::move(error);
+    r.duration_ms = 3;
+    r.retry_delay_ms = 60000;
+    return r;
+  }
+
+  int64_t Count(const std::string& where) {
+    return QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE " + where);
+  }
+
+  CompletionWriter::Options WriterOptions() {
+    CompletionWriter::Options options;
+    options.database = conninfo();
+    options.node = "node-a";
+    options.batch_size = 500;
+    options.flush_interval = std::chrono::milliseconds(5);
+    return options;
+  }
+
+  int64_t channel_ = 0;
+};
+
+// curl's error buffer may hold bytes that are not UTF-8: the batch cannot be encoded. Before
+// the fix the whole batch went back to the front and was retried for ever, and every later
+// result waited behind it.
+TEST_F(CompletionWriterTest, AResultWithInvalidUtf8IsQuarantinedAndTheOthersAreWritten) {
+  std::vector<ClaimedJob> jobs = Claimed(40);
+  ASSERT_EQ(jobs.size(), 40u);
+  CompletionWriter writer(WriterOptions());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    writer.Add(i == 17 ? Failed(jobs[i], "tls: bad record \xff\xfe from peer")
+                       : Delivered(jobs[i]));
+  }
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
+  EXPECT_EQ(Count("state = 'completed'"), 39);
+  // The poisoned attempt is not lost: its job got its retry, with the text made storable.
+  EXPECT_EQ(Count("id = " + std::to_string(jobs[17].id) +
+                  " AND state = 'available' AND last_error LIKE 'tls: bad record % from peer%'"),
+            1);
+  EXPECT_EQ(writer.quarantined(), 1u);
+
+  // Later results are not stuck behind it.
+  std::vector<ClaimedJob> more = Claimed(3);
+  for (const auto& job : more) writer.Add(Delivered(job));
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
+  EXPECT_EQ(Count("state = 'completed'"), 42);
+}
+
+// A NUL byte encodes (as \u0000) but PostgreSQL refuses it as text (SQLSTATE 22P05): a statement
+// failure on the data, not the connection's.
+TEST_F(CompletionWriterTest, AResultThePostgresRefusesIsIsolatedByHalvingTheBatch) {
+  std::vector<ClaimedJob> jobs = Claimed(100);
+  ASSERT_EQ(jobs.size(), 100u);
+  CompletionWriter writer(WriterOptions());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    writer.Add(i == 3 || i == 70 ? Failed(jobs[i], std::string("reset\0by peer", 13))
+                                 : Delivered(jobs[i]));
+  }
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
+  EXPECT_EQ(Count("state = 'completed'"), 98);
+  EXPECT_EQ(Count("state = 'available' AND last_error IS NOT NULL"), 2);
+  EXPECT_EQ(Count("state = 'executing'"), 0);
+  EXPECT_EQ(writer.quarantined(), 2u);
+}
+
+// A result refused even with a storable error text (here a retry delay past what an interval
+// holds: 22008) is dropped: its job stays executing, to be handed back or rescued, and the
+// results around it are written.
+TEST_F(CompletionWriterTest, AResultRefusedEvenWithAStorableTextIsDroppedAndCounted) {
+  std::vector<ClaimedJob> jobs = Claimed(10);
+  Metrics metrics("test");
+  CompletionWriter::Options options = WriterOptions();
+  options.metrics = &metrics;
+  CompletionWriter writer(options);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    AttemptResult r = Delivered(jobs[i]);
+    if (i == 5) {
+      r = Failed(jobs[i], "HTTP 503");
+      r.retry_delay_ms = std::numeric_limits<int64_t>::max();
+    }
+    writer.Add(r);
+  }
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
+  EXPECT_EQ(Count("state = 'completed'"), 9);
+  EXPECT_EQ(Count("id = " + std::to_string(jobs[5].id) + " AND state = 'executing'"), 1);
+  EXPECT_EQ(writer.quarantined(), 1u);
+  std::string scrape = metrics.Scrape();
+  EXPECT_NE(scrape.find(R"(bulkhead_quarantined_total{outcome="dropped",writer="completion"} 1)"),
+            std::string::npos)
+      << scrape;
+  EXPECT_NE(scrape.find(R"(bulkhead_quarantined_total{outcome="recorded",writer="completion"} 0)"),
+            std::string::npos);
+}
+
+// A database that refuses every write (here a trigger) is not the data's fault: the writer keeps
+// the results and retries, and says it is not making progress, which /readyz reports.
+TEST_F(CompletionWriterTest, AWriterWhoseWritesKeepFailingSaysItIsNotMakingProgress) {
+  std::vector<ClaimedJob> jobs = Claimed(5);
+  Exec(
+      "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$BEGIN RAISE EXCEPTION 'writes refused'; END$$; "
+      "CREATE TRIGGER refuse BEFORE UPDATE ON bulkhead.jobs FOR EACH ROW EXECUTE FUNCTION "
+      "refuse()");
+  CompletionWriter::Options options = WriterOptions();
+  options.stalled_after = std::chrono::milliseconds(300);
+  CompletionWriter writer(options);
+  EXPECT_FALSE(writer.progress().stalled);  // nothing waiting
+  for (const auto& job : jobs) writer.Add(Delivered(job));
+  EXPECT_FALSE(writer.progress().stalled);  // waiting, but not for long
+  EXPECT_FALSE(writer.Drain(std::chrono::milliseconds(600)));
+  CompletionWriter::Progress p = writer.progress();
+  EXPECT_TRUE(p.stalled);
+  EXPECT_EQ(p.waiting, 5u);
+  EXPECT_GE(p.since_write, std::chrono::milliseconds(300));
+  EXPECT_EQ(p.Describe().rfind("completion writer: 5 results waiting, none written for ", 0), 0u)
+      << p.Describe();
+  EXPECT_EQ(writer.quarantined(), 0u);  // none of them was set aside
+
+  Exec("DROP TRIGGER refuse ON bulkhead.jobs");
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));  // kept, and written once it could be
+  EXPECT_EQ(Count("state = 'completed'"), 5);
+  EXPECT_FALSE(writer.progress().stalled);
+}
+
+TEST(CompletionWriterStall, TheDefaultIsAThousandFlushesButNoLessThanFiveSeconds) {
+  EXPECT_EQ(CompletionWriter::DefaultStalledAfter(std::chrono::milliseconds(5)),
+            std::chrono::seconds(5));
+  EXPECT_EQ(CompletionWriter::DefaultStalledAfter(std::chrono::milliseconds(20)),
+            std::chrono::seconds(20));
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,20 @@
+#include "store_failure.h"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+namespace bulkhead {
+
+bool IsDataFailure(const std::exception& e) {
+  if (dynamic_cast<const nlohmann::json::exception*>(&e)) return true;
+  if (dynamic_cast<const pqxx::argument_error*>(&e)) return true;
+  std::string state = SqlState(e);
+  return state.starts_with("22") || state.starts_with("23");
+}
+
+std::string SqlState(const std::exception& e) {
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) return sql->sqlstate();
+  return "";
+}
+
+}  // namespace bulkhead
