@@ -394,6 +394,8 @@ TEST_F(FleetTest, ANodeWhoseRowWasForgottenRegistersAgain) {
   EXPECT_TRUE(a.WaitForLog("node_reregistered")) << a.Log();
   a.Signal(SIGTERM);
   EXPECT_EQ(a.Wait(seconds(20)), 0) << a.Log();
+  // A clean stop removes the row for good: no heartbeat after it registers the node again.
+  EXPECT_EQ(testing::QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.nodes"), 0);
 }
 
 TEST_F(FleetTest, ANodeWhoseHeartbeatCannotLandStopsClaimingUntilItDoes) {

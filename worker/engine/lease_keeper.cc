@@ -47,7 +47,7 @@ void LeaseKeeper::Run() {
     if (stop_) break;
     lock.unlock();
     const auto now = Clock::now();
-    if (now >= next_heartbeat) {
+    if (now >= next_heartbeat && heartbeats_) {
       try {
         call_started_ = now;
         Heartbeat(store.Get(), now);
@@ -80,6 +80,9 @@ void LeaseKeeper::Run() {
 void LeaseKeeper::Heartbeat(FleetStore& store, Clock::time_point now) {
   const int64_t lease_ms = options_.lease.count();
   if (!store.Heartbeat(options_.node, lease_ms)) {
+    // Read after the UPDATE found no row: a clean stop that removed the row after
+    // StopHeartbeats() is seen here, and the row stays removed.
+    if (!heartbeats_) return;
     store.RegisterNode(options_.node, options_.host, options_.pid, options_.version, options_.tiers,
                        lease_ms);
     Log(LogLevel::kWarn, "node_reregistered",

@@ -66,6 +66,10 @@ class LeaseKeeper {
   // `held` may no longer be called). Returns once a sweep reading `held` has finished.
   void StopSweeping();
 
+  // No more heartbeats, and a heartbeat in progress that finds no row does not register the
+  // node again: the node is about to remove its row (a clean stop), which must stay removed.
+  void StopHeartbeats() { heartbeats_ = false; }
+
   // Whether the last heartbeat succeeded.
   bool heartbeat_ok() const { return heartbeat_ok_.load(); }
   // How long the database call in progress has waited for its answer; 0 when none is.
@@ -89,6 +93,7 @@ class LeaseKeeper {
   std::mutex sweep_mu_;
   bool sweeping_ = true;
 
+  std::atomic<bool> heartbeats_{true};
   std::atomic<bool> heartbeat_ok_{true};
   // When the call in progress started; time_point::max() when none is.
   std::atomic<std::chrono::steady_clock::time_point> call_started_{

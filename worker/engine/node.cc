@@ -394,6 +394,7 @@ int Node::Run() {
   bool written = writer.Drain(std::chrono::seconds(10));
   sender.reset();  // cancels nothing that is still ours: every runner has handed back
   runners.clear();
+  lease_keeper->StopHeartbeats();  // or a heartbeat could register the node again
   // Twice: the first try may find the connection the database dropped during the run.
   for (int attempt = 1; attempt <= 2; ++attempt) {
     try {
