@@ -352,8 +352,9 @@ int Node::Run() {
   const auto heartbeat_every = std::chrono::milliseconds(options.lease_ms / 5);
   auto deadline_guard = std::make_unique<StopDeadline>(StopDeadline::Options{
       std::chrono::milliseconds(options.shutdown_grace_ms), kStopDrain,
-      [&lease_keeper] {
-        return lease_keeper->answer_pending_for(std::chrono::steady_clock::now());
+      [&lease_keeper, &lease] {
+        const auto now = std::chrono::steady_clock::now();
+        return lease.Held(now) ? lease_keeper->answer_pending_for(now) : StopDeadline::kNoAnswer;
       },
       heartbeat_every});
   lease_keeper->StopSweeping();  // the runners hand back what they hold

@@ -23,12 +23,12 @@ StopDeadline::~StopDeadline() {
 
 void StopDeadline::Run() {
   auto exit_now = [](const char* reason, std::chrono::milliseconds waited) {
-    Log(LogLevel::kError, "stop_deadline_exit",
-        {{"reason", reason},
-         {"database_unanswered_ms", waited.count()},
-         {"detail",
-          "the stop could not finish in time: exiting; the jobs still executing under this "
-          "node return through lease rescue"}});
+    nlohmann::json fields = {{"reason", reason}};
+    if (waited != kNoAnswer) fields["database_unanswered_ms"] = waited.count();
+    fields["detail"] =
+        "the stop could not finish in time: exiting; the jobs still executing under this node "
+        "return through lease rescue";
+    Log(LogLevel::kError, "stop_deadline_exit", fields);
     FlushRepeatedEvents(std::chrono::steady_clock::now(), true);
     std::_Exit(kExitFailure);
   };

@@ -9,7 +9,8 @@
 //
 // Made at the first stop signal; its thread exits the process with kExitFailure
 //   - at the end of the grace, if a database call has by then waited `unanswered_after` for
-//     its answer (`unanswered()`): the stop cannot finish, so waiting on helps nobody; or
+//     its answer, or no heartbeat has landed for most of a lease (`unanswered()`): the stop
+//     cannot finish, so waiting on helps nobody; or
 //   - at grace + `drain`, whatever is still unfinished.
 // Jobs still executing under the node then come back through lease rescue (at-least-once);
 // each exit is logged (stop_deadline_exit) with the reason. Destroying the StopDeadline (the
@@ -31,10 +32,14 @@ class StopDeadline {
   struct Options {
     std::chrono::milliseconds grace{10000};
     std::chrono::milliseconds drain{15000};  // after the grace: hand-back, results, deregister
-    // How long the database call in progress has waited for its answer (0: none waits).
+    // How long the database call in progress has waited for its answer (0: none waits), or
+    // kNoAnswer when no heartbeat has landed for most of a lease (calls then fail on their
+    // timeouts and reconnect, so none need be waiting long at the deadline).
     std::function<std::chrono::milliseconds()> unanswered;
     std::chrono::milliseconds unanswered_after{3000};
   };
+
+  static constexpr std::chrono::milliseconds kNoAnswer = std::chrono::milliseconds::max();
 
   explicit StopDeadline(Options options);
   ~StopDeadline();
