@@ -5,19 +5,20 @@
 #   load/run.sh                                         # dead_channel, full profile (the seed's)
 #   LOAD_SCENARIOS=dead_channel LOAD_DEAD_TIER=bulk load/run.sh   # dead tenant on its own tier
 #   LOAD_SCENARIOS=crash,pg_restart,fleet load/run.sh   # the fleet scenarios (issue 8)
+#   LOAD_SCENARIOS=soak load/run.sh                     # 30 min, kills and restarts (issue 17)
 #
 # Steps: ./setup.sh (installs missing packages, builds); a throwaway PostgreSQL in
 # $LOAD_RUN_DIR/pg (load/embedded_postgres.sh; a fresh database `bulkhead_load` each run) unless
 # DATABASE_URL is set; `bulkhead migrate up`; bulkhead-mock on a free loopback port; one node,
 # `bulkhead run`, with the tier files copied from $LOAD_TIERS_DIR into the run folder; then
-# `bulkhead-load <scenario>` for each of LOAD_SCENARIOS. crash, pg_restart and fleet start
+# `bulkhead-load <scenario>` for each of LOAD_SCENARIOS. crash, pg_restart, fleet and soak start
 # more nodes themselves from this node's config (their logs: $LOAD_RUN_DIR/<scenario>-*.log), and
-# pg_restart restarts the embedded PostgreSQL (it needs the throwaway one: not with
+# pg_restart and soak restart the embedded PostgreSQL (they need the throwaway one: not with
 # DATABASE_URL). Whatever was started is stopped on exit, on failure and on Ctrl-C. Exit status: 0 when every scenario's gate passed, 1 otherwise.
 #
 # Environment (the scenarios' own knobs, LOAD_PROFILE and LOAD_DEAD_*, are in docs/load.md):
 #   LOAD_SCENARIOS     comma-separated scenarios (dead_channel; also webhook_burst, throughput,
-#                      latency, hostile, crash, pg_restart, fleet)
+#                      latency, hostile, crash, pg_restart, fleet, soak)
 #   LOAD_RESULTS_DIR   where results go (load/results)
 #   LOAD_RUN_DIR       the run's files: database, logs, config, tiers (.run/load)
 #   LOAD_TIERS_DIR     tier files to run the node with (tiers)
@@ -36,13 +37,14 @@ bin=${LOAD_BIN_DIR:-build/bin}
 for s in ${scenarios//,/ }; do
   case "$s" in
     dead_channel|webhook_burst|throughput|latency|hostile|crash|fleet) ;;
-    pg_restart)
+    pg_restart|soak)
       if [ -n "${DATABASE_URL:-}" ]; then
-        echo "load/run.sh: pg_restart restarts the embedded PostgreSQL; unset DATABASE_URL" >&2
+        echo "load/run.sh: $s restarts the embedded PostgreSQL; unset DATABASE_URL" >&2
         exit 2
       fi ;;
     *) echo "load/run.sh: unknown scenario '$s' in LOAD_SCENARIOS" \
-         "(dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet)" >&2
+         "(dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet," \
+         "soak)" >&2
        exit 2 ;;
   esac
 done

@@ -1,6 +1,7 @@
 #include "app_sender.h"
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <thread>
@@ -92,10 +93,65 @@ SendReport RunConversations(const ConversationOptions& o,
             if (errors++ == 0) first_error = error;
             continue;
           }
-          sent.push_back({id, now, NowUs()});
+          sent.push_back({id, now, NowUs(), o.channel});
         }
       } catch (const std::exception& e) {
         if (errors++ == 0) first_error = e.what();
+      }
+      collector.Add(std::move(sent), errors, first_error);
+    });
+  }
+  for (auto& t : threads) t.join();
+  SendReport report = std::move(collector.report);
+  report.started_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count();
+  report.finished_us = NowUs();
+  return report;
+}
+
+SendReport RunSteady(const SteadyOptions& o, std::chrono::system_clock::time_point start) {
+  Collector collector;
+  const auto period = std::chrono::duration<double>(1.0 / o.rate);
+  const auto end = start + o.duration;
+  const int connections = std::max(1, o.connections);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < connections; ++c) {
+    threads.emplace_back([&, c] {
+      std::vector<SentMessage> sent;
+      int errors = 0;
+      std::string first_error;
+      std::unique_ptr<pqxx::connection> conn;
+      auto next_connect = std::chrono::steady_clock::now();
+      for (int64_t i = c;; i += connections) {
+        auto at = start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              period * static_cast<double>(i));
+        if (at >= end) break;
+        std::this_thread::sleep_until(at);
+        int64_t channel = o.channels[static_cast<size_t>(i) % o.channels.size()];
+        std::string error;
+        int64_t id = -1;
+        if (!conn && std::chrono::steady_clock::now() >= next_connect) {
+          next_connect = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+          try {
+            conn = std::make_unique<pqxx::connection>(o.database);
+            conn->prepare("enqueue", kEnqueueSql);
+          } catch (const std::exception& e) {
+            conn.reset();
+            error = e.what();
+          }
+        }
+        int64_t now = NowUs();
+        if (conn) {
+          id = Enqueue(*conn, channel, Payload(o.phase, static_cast<int>(channel), i, now), error);
+          if (id < 0) conn.reset();  // it may be broken: the next send opens a fresh one
+        } else if (error.empty()) {
+          error = "no connection to the database";
+        }
+        if (id < 0) {
+          if (errors++ == 0) first_error = error;
+          continue;
+        }
+        sent.push_back({id, now, NowUs(), channel});
       }
       collector.Add(std::move(sent), errors, first_error);
     });
@@ -129,7 +185,7 @@ SendReport RunBacklog(const std::string& database, int64_t channel, int total, i
             if (errors++ == 0) first_error = error;
             continue;
           }
-          sent.push_back({id, now, NowUs()});
+          sent.push_back({id, now, NowUs(), channel});
         }
       } catch (const std::exception& e) {
         if (errors++ == 0) first_error = e.what();

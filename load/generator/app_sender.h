@@ -19,6 +19,7 @@ struct SentMessage {
   int64_t job_id = 0;           // the webhook-id the provider will see
   int64_t sent_at_us = 0;       // Unix µs, as stamped in the payload
   int64_t committed_at_us = 0;  // Unix µs, when COMMIT returned (pick-up latency starts here)
+  int64_t channel = 0;
 };
 
 struct SendReport {
@@ -49,6 +50,22 @@ SendReport RunConversations(const ConversationOptions& options,
 // `total` deliveries to `channel` as fast as `concurrency` connections can enqueue them, one
 // transaction each (the seed's backlog of activities created by concurrent processes).
 SendReport RunBacklog(const std::string& database, int64_t channel, int total, int concurrency);
+
+// `rate` deliveries a second in all, from `start` until `duration` has passed, send i going to
+// channels[i mod channels.size()] (list a channel several times to give it a larger share), one
+// transaction each, spread evenly over the second; send i goes on connection i mod
+// `connections`. Made to outlast the database: a send that fails is counted and not retried
+// (the application saw the error), and its connection is opened again, at most every 100 ms,
+// before the next send — so a database restart costs the sends of its outage, not the run.
+struct SteadyOptions {
+  std::string database;
+  std::vector<int64_t> channels;
+  double rate = 200;
+  std::chrono::seconds duration{60};
+  int connections = 10;
+  std::string phase;
+};
+SendReport RunSteady(const SteadyOptions& options, std::chrono::system_clock::time_point start);
 
 int64_t NowUs();
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <iostream>
 #include <pqxx/pqxx>
-#include <set>
 #include <thread>
 #include <variant>
 
@@ -19,22 +18,6 @@
 #include "scenario_stack.h"
 
 namespace bulkhead::load {
-
-namespace {
-
-// The ids of the jobs `node` holds in `executing` (the jobs_executing index).
-std::set<std::string> HeldBy(pqxx::connection& conn, const std::string& node) {
-  pqxx::work tx(conn);
-  std::set<std::string> ids;
-  for (const auto& row : tx.exec_params(
-           "SELECT id FROM bulkhead.jobs WHERE attempted_by = $1 AND state = 'executing'", node)) {
-    ids.insert(row[0].as<std::string>());
-  }
-  tx.commit();
-  return ids;
-}
-
-}  // namespace
 
 int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
   std::string started_at = UtcNow("%Y-%m-%dT%H:%M:%SZ");
@@ -70,7 +53,7 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
   size_t most = 0;
   for (int i = 0; reached && i < 150 && most < 10; ++i) {
     for (const std::string& name : own) {
-      size_t n = HeldBy(conn, name).size();
+      size_t n = ExecutingOn(conn, name).size();
       if (victim.empty() || n > most) {
         victim = name;
         most = n;
@@ -84,14 +67,14 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs) {
   int64_t delivered_at_kill = MockClient::RouteCounter(mock.Stats(), route, "unique_ids");
   // What it held at the kill: every job whose request may have reached the provider without
   // its result being written. Only these may arrive twice.
-  held = HeldBy(conn, victim);
+  held = ExecutingOn(conn, victim);
 
   // The rescue: the leader returns them once the victim's lease has run out.
   int64_t rescued_at = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(lease_ms) +
                   std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (HeldBy(conn, victim).empty()) {
+    if (ExecutingOn(conn, victim).empty()) {
       rescued_at = NowUs();
       break;
     }

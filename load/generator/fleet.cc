@@ -7,12 +7,9 @@
 #include <pqxx/pqxx>
 #include <stdexcept>
 #include <thread>
-#include <variant>
 
 #include "app_sender.h"
 #include "burst.h"
-#include "cap_ledger.h"
-#include "config.h"
 #include "fleet_scenarios.h"
 #include "mock_client.h"
 #include "node_fleet.h"
@@ -78,15 +75,7 @@ std::string PerNode(const std::map<std::string, int64_t>& counts) {
 
 int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs) {
   std::string started_at = UtcNow("%Y-%m-%dT%H:%M:%SZ");
-  auto config = LoadConfig(context.fleet.node_config);
-  if (auto* error = std::get_if<ConfigError>(&config)) {
-    throw std::runtime_error("the node config: " + error->Message());
-  }
-  const Config& node_config = std::get<Config>(config);
-  auto tier = std::find_if(node_config.tiers.begin(), node_config.tiers.end(),
-                           [](const TierOptions& t) { return t.name == "default"; });
-  if (tier == node_config.tiers.end()) throw std::runtime_error("the node serves no default tier");
-  const int cap = CapLedger::For(tier->workers, tier->channel_share, tier->tenant_share).channel;
+  const int cap = ChannelCap(context.fleet.node_config, "default");
 
   pqxx::connection conn(context.database);
   if (!context.node.empty()) WaitForNode(conn, context.node, {"default"});

@@ -1,8 +1,8 @@
-// The fleet scenarios of issue 8: what a fleet of nodes does when one of them dies, when the
-// database restarts, and whether nodes add throughput while caps and breakers still hold. Each
-// runs on load/run.sh's stack plus nodes it starts itself (NodeFleet), writes
-// <results_dir>/<UTC date>-<scenario>.json and an .html page beside it, prints its tables and
-// returns 0 when its gate passed, else 1. Knobs: FleetKnobs in knobs.h.
+// The fleet scenarios of issue 8, and issue 17's soak: what a fleet of nodes does when one of
+// them dies, when the database restarts, and whether nodes add throughput while caps and
+// breakers still hold. Each runs on load/run.sh's stack plus nodes it starts itself (NodeFleet),
+// writes <results_dir>/<UTC date>-<scenario>.json and an .html page beside it, prints its tables
+// and returns 0 when its gate passed, else 1. Knobs: FleetKnobs and SoakKnobs in knobs.h.
 //
 //   crash       `nodes` nodes drain a burst to /hook/healthy; one of the scenario's own nodes is
 //               killed with SIGKILL once `at` of the burst has arrived. Its executing jobs stay
@@ -19,6 +19,16 @@
 //               `nodes` nodes (deliveries/s of each, side by side); then a channel to
 //               /hook/hang-dead with a backlog: no node holds more of it than the tier's channel
 //               cap, and once one node opens its breaker no node sends it another request.
+//   soak        load/run.sh's node and `nodes` - 1 of its own under a steady `rate` of
+//               enqueues (each its own transaction) for `minutes`: `channels` healthy channels
+//               to /hook/healthy, one dead (/hook/hang-dead) and one throttled (429 with
+//               Retry-After half the time), one share each. Every `period_s` one of its nodes
+//               is killed with SIGKILL and started again under the same name, and PostgreSQL is
+//               restarted. Gate: every healthy delivery arrives, repeats only of jobs a killed
+//               node held, every throttled job delivered or still waiting, the dead channel's
+//               breaker opened and no node held more of it than the cap, every kill rescued,
+//               every other node still running. Reports latency per period, the jobs table's
+//               size and rows at the start and end, bulkhead.nodes, and the nodes' peak RSS.
 #pragma once
 
 #include "dead_channel.h"
@@ -29,5 +39,6 @@ namespace bulkhead::load {
 int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs);
 int RunPgRestart(const ScenarioContext& context, const FleetKnobs& knobs);
 int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs);
+int RunSoak(const ScenarioContext& context, const SoakKnobs& knobs);
 
 }  // namespace bulkhead::load

@@ -170,4 +170,24 @@ std::optional<FleetKnobs> FleetKnobsFrom(const KnobLookup& lookup, std::string& 
   return k;
 }
 
+std::optional<SoakKnobs> SoakKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  SoakKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") {
+    k.minutes = 2;
+    k.period_s = 120;
+  }
+  if (!Read(lookup, "LOAD_SOAK_MINUTES", 0.5, 1440.0, k.minutes, error) ||
+      !Read(lookup, "LOAD_SOAK_RATE", 1.0, 5000.0, k.rate, error) ||
+      !Read(lookup, "LOAD_SOAK_CHANNELS", 1, 10000, k.channels, error) ||
+      !Read(lookup, "LOAD_SOAK_NODES", 2, 16, k.nodes, error) ||
+      !Read(lookup, "LOAD_SOAK_PERIOD_S", 10, 86400, k.period_s, error) ||
+      !Read(lookup, "LOAD_SOAK_KILL_AT", 0.0, 0.99, k.kill_at, error) ||
+      !Read(lookup, "LOAD_SOAK_RESTART_AT", 0.0, 0.99, k.restart_at, error) ||
+      !Read(lookup, "LOAD_SOAK_DRAIN_S", 10, 3600, k.drain_s, error)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
 }  // namespace bulkhead::load

@@ -127,4 +127,30 @@ std::optional<FleetKnobs> CrashKnobsFrom(const KnobLookup& lookup, std::string& 
 std::optional<FleetKnobs> PgRestartKnobsFrom(const KnobLookup& lookup, std::string& error);
 std::optional<FleetKnobs> FleetKnobsFrom(const KnobLookup& lookup, std::string& error);
 
+// soak (fleet_scenarios.h): `nodes` nodes under a steady enqueue rate for `minutes`, with a
+// SIGKILL and a PostgreSQL restart every `period_s`.
+//   LOAD_SOAK_MINUTES     how long the application enqueues (30; smoke 2)
+//   LOAD_SOAK_RATE        deliveries a second in all, each its own transaction (200)
+//   LOAD_SOAK_CHANNELS    healthy channels (/hook/healthy) sharing them (50); a dead channel
+//                         and a throttled one get one share each beside them
+//   LOAD_SOAK_NODES       nodes in all, load/run.sh's included (3, at least 2)
+//   LOAD_SOAK_PERIOD_S    one kill and one restart per period; also the latency windows
+//                         (600; smoke 120)
+//   LOAD_SOAK_KILL_AT     when in each period the kill comes, as a fraction of it (0.3)
+//   LOAD_SOAK_RESTART_AT  when in each period PostgreSQL restarts (0.7)
+//   LOAD_SOAK_DRAIN_S     how long after the last enqueue the healthy deliveries may still
+//                         arrive before they count as lost (180)
+struct SoakKnobs {
+  std::string profile = "full";
+  double minutes = 30;
+  double rate = 200;
+  int channels = 50;
+  int nodes = 3;
+  int period_s = 600;
+  double kill_at = 0.3;
+  double restart_at = 0.7;
+  int drain_s = 180;
+};
+std::optional<SoakKnobs> SoakKnobsFrom(const KnobLookup& lookup, std::string& error);
+
 }  // namespace bulkhead::load

@@ -13,9 +13,10 @@
 //                 LOAD_DEAD_* (load/generator/knobs.h).
 //   webhook_burst, throughput, latency, hostile   load/generator/scenarios.h; knobs
 //                 LOAD_BURST_*, LOAD_THROUGHPUT_*, LOAD_LATENCY_*, LOAD_HOSTILE_* (knobs.h).
-//   crash, pg_restart, fleet   load/generator/fleet_scenarios.h: they start nodes of their own
-//                 (--bulkhead, --node-config, --run-dir) and pg_restart restarts the database
-//                 (--pg-restart); knobs LOAD_CRASH_*, LOAD_PG_RESTART_*, LOAD_FLEET_*.
+//   crash, pg_restart, fleet, soak   load/generator/fleet_scenarios.h: they start nodes of
+//                 their own (--bulkhead, --node-config, --run-dir) and pg_restart and soak
+//                 restart the database (--pg-restart); knobs LOAD_CRASH_*, LOAD_PG_RESTART_*,
+//                 LOAD_FLEET_*, LOAD_SOAK_*.
 //
 // Exit status: 0 the gate passed, 1 it failed (or the stack was unusable), 2 usage error.
 #include <curl/curl.h>
@@ -65,6 +66,9 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
   pg_restart     PostgreSQL restarts mid-burst: nothing lost, every node carries on
   fleet          1 node vs 3 on one burst; a hanging channel: the cap on every node, and one
                  open breaker stops the whole fleet
+  soak           3 nodes under a steady 200/s over 50 channels, a dead and a throttled one,
+                 a SIGKILL and a PostgreSQL restart every 10 min for 30 min: nothing lost,
+                 repeats only of jobs killed nodes held, latency per 10 min, the table sizes
   report         print a kept result's tables again and rewrite its .html report beside it
   series         one row per kept dead_channel result, side by side (a series of runs)
 
@@ -74,10 +78,10 @@ options:
   --results-dir DIR   where results go (default load/results)
   --node NAME         wait for this node to register and check it serves the tiers used
   --commit TEXT       recorded in the results (load/run.sh passes the git commit)
-  --bulkhead PATH     the bulkhead binary, for the nodes crash, pg_restart and fleet start
+  --bulkhead PATH     the bulkhead binary, for the nodes crash, pg_restart, fleet, soak start
   --node-config FILE  the config those nodes copy (load/run.sh's node config)
   --run-dir DIR       where their configs and logs go
-  --pg-restart CMD    a shell command that restarts the database (pg_restart)
+  --pg-restart CMD    a shell command that restarts the database (pg_restart, soak)
   -h, --help          show this help
   --version           print the version
 
@@ -92,7 +96,9 @@ knobs (environment):
   LOAD_CRASH_JOBS (20000; smoke 5000), LOAD_CRASH_CHANNELS (20), LOAD_CRASH_NODES (3),
   LOAD_CRASH_KILL_AT (0.3); LOAD_PG_RESTART_JOBS, _CHANNELS, _NODES, _AT (the same);
   LOAD_FLEET_JOBS (50000; smoke 10000), LOAD_FLEET_CHANNELS (20), LOAD_FLEET_NODES (3),
-  LOAD_FLEET_HANG_JOBS (1000; smoke 300)
+  LOAD_FLEET_HANG_JOBS (1000; smoke 300); LOAD_SOAK_MINUTES (30; smoke 2), LOAD_SOAK_RATE (200),
+  LOAD_SOAK_CHANNELS (50), LOAD_SOAK_NODES (3), LOAD_SOAK_PERIOD_S (600; smoke 120),
+  LOAD_SOAK_KILL_AT (0.3), LOAD_SOAK_RESTART_AT (0.7), LOAD_SOAK_DRAIN_S (180)
 )";
 
 int Usage(const std::string& message) {
@@ -183,7 +189,7 @@ int main(int argc, char** argv) {
   context.fleet.run_dir = run_dir;
   context.fleet.database = context.database;
   const std::string kScenarios =
-      "dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet";
+      "dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet, soak";
   if (scenario.empty()) return Usage("missing scenario (" + kScenarios + ")");
   if (context.database.empty()) return Usage("--database is required");
   if (context.mock_url.empty()) return Usage("--mock is required");
@@ -227,6 +233,10 @@ int main(int argc, char** argv) {
   } else if (scenario == "fleet") {
     if (auto k = bulkhead::load::FleetKnobsFrom(lookup, error)) {
       run = [&context, k = *k] { return bulkhead::load::RunFleet(context, k); };
+    }
+  } else if (scenario == "soak") {
+    if (auto k = bulkhead::load::SoakKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunSoak(context, k); };
     }
   } else {
     return Usage("unknown scenario '" + scenario + "' (" + kScenarios + ")");

@@ -6,13 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <variant>
 
+#include "cap_ledger.h"
+#include "config.h"
 #include "scenario_stack.h"
 
 namespace bulkhead::load {
@@ -46,6 +50,11 @@ NodeFleet::~NodeFleet() {
 }
 
 pid_t NodeFleet::Start(const std::string& name) {
+  auto same =
+      std::find_if(nodes_.begin(), nodes_.end(), [&name](const Node& n) { return n.name == name; });
+  if (same != nodes_.end() && Running(name)) {
+    throw std::runtime_error("node " + name + " is still running");
+  }
   std::ifstream in(options_.node_config);
   auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!in || config.is_discarded() || !config.is_object()) {
@@ -59,13 +68,15 @@ pid_t NodeFleet::Start(const std::string& name) {
   std::ofstream(config_path) << config.dump(2) << "\n";
   auto log_path = options_.run_dir / (name + ".log");
 
+  const bool again = same != nodes_.end();
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);  // the parent died before prctl
-    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // A node started again under its name appends: its killed predecessor's log is kept.
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | (again ? O_APPEND : O_TRUNC), 0644);
     if (log >= 0) dup2(log, STDERR_FILENO);
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
@@ -77,7 +88,11 @@ pid_t NodeFleet::Start(const std::string& name) {
           config_arg.c_str(), "--database", options_.database.c_str(), nullptr);
     _exit(127);
   }
-  nodes_.push_back({name, pid, false});
+  if (same != nodes_.end()) {
+    *same = {name, pid, false};
+  } else {
+    nodes_.push_back({name, pid, false});
+  }
   return pid;
 }
 
@@ -113,6 +128,29 @@ std::vector<std::string> StartNodes(NodeFleet& fleet, pqxx::connection& conn,
   }
   for (const std::string& name : names) WaitForNode(conn, name, {tier});
   return names;
+}
+
+std::set<std::string> ExecutingOn(pqxx::connection& conn, const std::string& node) {
+  pqxx::work tx(conn);
+  std::set<std::string> ids;
+  for (const auto& row : tx.exec_params(
+           "SELECT id FROM bulkhead.jobs WHERE attempted_by = $1 AND state = 'executing'", node)) {
+    ids.insert(row[0].as<std::string>());
+  }
+  tx.commit();
+  return ids;
+}
+
+int ChannelCap(const std::filesystem::path& node_config, const std::string& tier) {
+  auto config = LoadConfig(node_config);
+  if (auto* error = std::get_if<ConfigError>(&config)) {
+    throw std::runtime_error("the node config: " + error->Message());
+  }
+  const Config& c = std::get<Config>(config);
+  auto t = std::find_if(c.tiers.begin(), c.tiers.end(),
+                        [&tier](const TierOptions& o) { return o.name == tier; });
+  if (t == c.tiers.end()) throw std::runtime_error("the node serves no " + tier + " tier");
+  return CapLedger::For(t->workers, t->channel_share, t->tenant_share).channel;
 }
 
 }  // namespace bulkhead::load

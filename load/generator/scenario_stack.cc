@@ -28,14 +28,14 @@ std::string RunName(const std::string& scenario) {
 }
 
 NodeInfo WaitForNode(pqxx::connection& conn, const std::string& node,
-                     const std::vector<std::string>& needed) {
+                     const std::vector<std::string>& needed, pid_t pid) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (true) {
     pqxx::work tx(conn);
     auto rows = tx.exec_params(
         "SELECT coalesce(pid, 0), array_to_string(tiers, ',') FROM bulkhead.nodes "
-        "WHERE name = $1",
-        node);
+        "WHERE name = $1 AND ($2 = 0 OR pid = $2)",
+        node, pid);
     tx.commit();
     if (!rows.empty()) {
       NodeInfo info;

@@ -30,10 +30,12 @@ struct NodeInfo {
   pid_t pid = 0;  // as the node registered it; the harness runs on the node's machine
   std::vector<std::string> tiers;
 };
-// Waits up to 60 s for `node` to register in bulkhead.nodes and, when `needed` tiers are given,
-// checks that it serves each. Throws std::runtime_error when it does not.
+// Waits up to 60 s for `node` to register in bulkhead.nodes — as process `pid` when it is not 0,
+// for a node restarted under its name while its dead predecessor's row is still there — and,
+// when `needed` tiers are given, checks that it serves each. Throws std::runtime_error when it
+// does not.
 NodeInfo WaitForNode(pqxx::connection& conn, const std::string& node,
-                     const std::vector<std::string>& needed);
+                     const std::vector<std::string>& needed, pid_t pid = 0);
 
 struct Channel {
   int64_t id = 0;
