@@ -336,7 +336,8 @@ TEST(ChannelCli, RotateSecretRefusesASecretInArgv) {
     EXPECT_EQ(r.err,
               "bulkhead channel rotate-secret: --secret would put the secret in the process list "
               "and the shell's history; give it with --secret-file FILE, or --secret-file - to "
-              "read it from stdin (the value is not repeated here)\n");
+              "read it from stdin (the value is not repeated here) (try: bulkhead channel "
+              "rotate-secret --help)\n");
   }
 }
 
