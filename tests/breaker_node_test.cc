@@ -212,6 +212,8 @@ TEST_F(BreakerNodeTest, TheReconcilerReturnsJobsStrandedBehindABreakerClosedByHa
   ASSERT_EQ(Count("state = 'parked'"), 30);
   NodeProcess node(Node("node-a"), {{"default", Tier(nlohmann::json::object())}});
   node.Start(conninfo());
+  // Ready, then a few poll intervals: its claims have run and found only parked jobs.
+  ASSERT_TRUE(node.WaitReady()) << node.Log();
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_EQ(receiver.request_count(), 0u);  // open: nothing is sent
   {

@@ -431,6 +431,8 @@ TEST_F(FleetTest, TwoNodesWithLongAndNonAsciiNamesKeepOneLeaderForTheWholeRun) {
   ASSERT_TRUE(a.WaitForLog("leader_elected")) << a.Log();
   b.Start(conninfo());
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 2 FROM bulkhead.nodes)"));
+  ASSERT_TRUE(a.WaitReady()) << a.Log();
+  ASSERT_TRUE(b.WaitReady()) << b.Log();
   // Several election rounds (every 2 s): a node that cannot tell the leader's connection from
   // a lost one terminates it each round, and leadership flaps.
   std::this_thread::sleep_for(seconds(7));
@@ -456,6 +458,7 @@ TEST_F(FleetTest, OneNodeLeadsAndLeadershipMovesWhenItDies) {
   NodeProcess b(Node("node-b"), {{"default", Tier(2)}});
   b.Start(conninfo());
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 2 FROM bulkhead.nodes)"));
+  ASSERT_TRUE(b.WaitReady()) << b.Log();  // running, so its silence below means something
   std::this_thread::sleep_for(seconds(3));
   EXPECT_EQ(b.Log().find("leader_elected"), std::string::npos) << b.Log();
   a.Signal(SIGKILL);
