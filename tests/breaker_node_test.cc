@@ -127,11 +127,23 @@ TEST_F(BreakerNodeTest, AFailingEndpointOpensAfterTheThresholdWhileAHealthyOneKe
   // and the node sends nothing more once it has tripped.
   EXPECT_GE(to_broken, 5u);
   EXPECT_LE(to_broken, 5u + 10u);
-  // The jobs that were tried wait for their retry, an hour away; the rest were parked.
+  // The jobs that were tried wait for their retry, an hour away; the rest were parked. A tried
+  // job waits `available` or `parked` depending on how its result's statement and the opening
+  // met (docs/breaker.md, "The races"): a result written before the opening is parked by it,
+  // one written after is written parked, and one that overlapped it stays `available` until the
+  // leader's park_behind_open parks it, within a second. Issue 17.11a: a loaded machine saw
+  // all of them parked where the test expected `available`. Whichever order, each keeps its
+  // one spent attempt and its retry an hour away, and none is claimable now.
   const std::string of_broken = " AND channel_id = " + std::to_string(broken);
-  EXPECT_EQ(static_cast<size_t>(Count("state = 'available' AND scheduled_at > now()" + of_broken)),
+  EXPECT_EQ(static_cast<size_t>(Count("attempt = 1 AND state IN ('available', 'parked') AND "
+                                      "scheduled_at > now() + interval '50 minutes' AND "
+                                      "jsonb_array_length(attempts) = 1 AND "
+                                      "last_error = 'HTTP 503'" +
+                                      of_broken)),
             to_broken);
-  EXPECT_EQ(static_cast<size_t>(Count("state = 'parked'" + of_broken)), 2000 - to_broken);
+  EXPECT_EQ(static_cast<size_t>(Count("attempt = 0 AND state = 'parked'" + of_broken)),
+            2000 - to_broken);
+  EXPECT_EQ(Count("state = 'available' AND scheduled_at <= now()" + of_broken), 0);
   // A failed attempt's budget is its own: every request was another job's first attempt.
   EXPECT_EQ(Count("attempt > 1"), 0);
   EXPECT_EQ(static_cast<size_t>(Count("attempt = 1" + of_broken)), to_broken);
