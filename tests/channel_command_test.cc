@@ -393,6 +393,9 @@ TEST(ChannelCli, RotateSecretRefusesBadInputWithoutEchoingASecret) {
                    "cannot read --secret-file /nonexistent/secret: No such file or directory");
   ExpectUsageError({"channel", "rotate-secret", "7", "--secret-file", "-"},  // stdin is empty
                    "the secret of --secret-file is empty");
+  // The wrong file: an endless one is not read to its end.
+  ExpectUsageError({"channel", "rotate-secret", "7", "--secret-file", "/dev/zero"},
+                   "the secret of --secret-file is over 4 KiB");
 }
 
 // PostgreSQL puts the failing row, secret included, in the DETAIL of a check violation. The CLI

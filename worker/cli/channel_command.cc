@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <pqxx/pqxx>
@@ -284,16 +283,20 @@ bool IsGoodNewSecret(std::string_view secret) {
 // 4 KiB is read: a whsec_ secret is under 100 bytes, so more is the wrong file.
 std::variant<std::string, int> ReadSecretFile(const std::string& command, const std::string& file) {
   constexpr size_t kMaxBytes = 4096;
-  std::string text;
+  std::string text(kMaxBytes + 1, '\0');  // one byte more tells "too long" from "just fits"
+  auto read_from = [&](std::istream& in) {
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+  };
   if (file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    read_from(std::cin);
   } else {
     std::ifstream in(file, std::ios::binary);
     if (!in) {
       return cli::UsageError(
           command, "cannot read --secret-file " + cli::OneLine(file) + ": " + std::strerror(errno));
     }
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    read_from(in);
   }
   if (text.size() > kMaxBytes) {
     return cli::UsageError(command, "the secret of --secret-file is over 4 KiB: not a secret");
