@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -98,8 +99,13 @@ TEST_F(BreakerNodeTest, AHangingEndpointOpensOnSlowCallsBeforeAnyAttemptEndsAndP
   EXPECT_EQ(Count("state = 'parked'"), 990);
   EXPECT_EQ(Count("state = 'executing'"), 10);
   EXPECT_EQ(Count("state = 'available'"), 0);
+  // The node sent its ten before the breaker could count them slow, but the receiver's thread
+  // may not have read them all yet on a loaded machine: wait for ten, then check there is no
+  // eleventh.
+  EXPECT_TRUE(receiver.WaitForRequests(10, seconds(10)));
   EXPECT_EQ(receiver.request_count(), 10u);
-  EXPECT_NE(node.Log().find("\"breaker_opened\""), std::string::npos);
+  // Logged once the opening statement has returned, so possibly after the row showed it.
+  EXPECT_TRUE(node.WaitForLog("breaker_opened")) << node.Log();
 }
 
 TEST_F(BreakerNodeTest, AFailingEndpointOpensAfterTheThresholdWhileAHealthyOneKeepsDelivering) {
@@ -127,39 +133,58 @@ TEST_F(BreakerNodeTest, AFailingEndpointOpensAfterTheThresholdWhileAHealthyOneKe
   // and the node sends nothing more once it has tripped.
   EXPECT_GE(to_broken, 5u);
   EXPECT_LE(to_broken, 5u + 10u);
-  // The jobs that were tried wait for their retry, an hour away; the rest were parked.
+  // The jobs that were tried wait for their retry, an hour away; the rest were parked. A tried
+  // job waits `available` or `parked` depending on how its result's statement and the opening
+  // met (docs/breaker.md, "The races"): a result written before the opening is parked by it,
+  // one written after is written parked, and one that overlapped it stays `available` until the
+  // leader's park_behind_open parks it, within a second. Issue 17.11a: a loaded machine saw
+  // all of them parked where the test expected `available`. Whichever order, each keeps its
+  // one spent attempt and its retry an hour away, and none is claimable now.
   const std::string of_broken = " AND channel_id = " + std::to_string(broken);
-  EXPECT_EQ(static_cast<size_t>(Count("state = 'available' AND scheduled_at > now()" + of_broken)),
+  EXPECT_EQ(static_cast<size_t>(Count("attempt = 1 AND state IN ('available', 'parked') AND "
+                                      "scheduled_at > now() + interval '50 minutes' AND "
+                                      "jsonb_array_length(attempts) = 1 AND "
+                                      "last_error = 'HTTP 503'" +
+                                      of_broken)),
             to_broken);
-  EXPECT_EQ(static_cast<size_t>(Count("state = 'parked'" + of_broken)), 2000 - to_broken);
+  EXPECT_EQ(static_cast<size_t>(Count("attempt = 0 AND state = 'parked'" + of_broken)),
+            2000 - to_broken);
+  EXPECT_EQ(Count("state = 'available' AND scheduled_at <= now()" + of_broken), 0);
   // A failed attempt's budget is its own: every request was another job's first attempt.
   EXPECT_EQ(Count("attempt > 1"), 0);
   EXPECT_EQ(static_cast<size_t>(Count("attempt = 1" + of_broken)), to_broken);
 }
 
 TEST_F(BreakerNodeTest, AfterTheCooldownOneProbeClosesItAndEveryDeliveryArrivesOnce) {
+  // The handler notes each 200 it gives, by webhook-id: which requests came "after recovery"
+  // is decided where the answer is, not by reading request_count() beside `up = true`, where a
+  // probe arriving between the two would be answered 500 yet counted as after (issue 17.11a).
   std::atomic<bool> up{false};
-  HttpReceiver receiver([&up](const ReceivedRequest&) { return Status(up ? 200 : 500); });
+  std::mutex mu;
+  std::map<std::string, int> delivered;  // guarded by mu
+  HttpReceiver receiver([&](const ReceivedRequest& r) {
+    if (!up) return Status(500);
+    std::lock_guard lock(mu);
+    ++delivered[r.headers.at("webhook-id")];
+    return Status(200);
+  });
   int64_t flaky = Channel(receiver.Url("/hook/flaky"));
   Enqueue(flaky, 500);
   NodeProcess node(Node("node-a"), {{"default", Tier({{"cooldown_ms", 1000}})}});
   node.Start(conninfo());
   ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels)")) << node.Log();
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'executing')"));
-  size_t before_recovery = receiver.request_count();
   up = true;
 
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 500 FROM bulkhead.jobs WHERE state = 'completed')"))
       << node.Log();
   EXPECT_EQ(Breaker(flaky), "closed");
-  // Every job answered 200 exactly once; the first request after recovery was the one probe.
-  std::map<std::string, int> delivered;
-  auto requests = receiver.Requests();
-  for (size_t i = before_recovery; i < requests.size(); ++i) {
-    ++delivered[requests[i].headers.at("webhook-id")];
+  {
+    // Every job answered 200 exactly once.
+    std::lock_guard lock(mu);
+    EXPECT_EQ(delivered.size(), 500u);
+    for (const auto& [id, n] : delivered) EXPECT_EQ(n, 1) << id;
   }
-  EXPECT_EQ(delivered.size(), 500u);
-  for (const auto& [id, n] : delivered) EXPECT_EQ(n, 1) << id;
   // Probes are logged as a once-a-minute summary (docs/metrics.md), flushed at the latest when
   // the node stops.
   node.Signal(SIGTERM);
@@ -212,6 +237,8 @@ TEST_F(BreakerNodeTest, TheReconcilerReturnsJobsStrandedBehindABreakerClosedByHa
   ASSERT_EQ(Count("state = 'parked'"), 30);
   NodeProcess node(Node("node-a"), {{"default", Tier(nlohmann::json::object())}});
   node.Start(conninfo());
+  // Ready, then a few poll intervals: its claims have run and found only parked jobs.
+  ASSERT_TRUE(node.WaitReady()) << node.Log();
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_EQ(receiver.request_count(), 0u);  // open: nothing is sent
   {
@@ -223,7 +250,7 @@ TEST_F(BreakerNodeTest, TheReconcilerReturnsJobsStrandedBehindABreakerClosedByHa
   ASSERT_TRUE(
       WaitFor("(SELECT count(*) = 30 FROM bulkhead.jobs WHERE state = 'completed')", seconds(20)))
       << node.Log();
-  EXPECT_NE(node.Log().find("\"parked_reconciled\""), std::string::npos);
+  EXPECT_TRUE(node.WaitForLog("parked_reconciled")) << node.Log();  // logged after its commit
 }
 
 TEST_F(BreakerNodeTest, ABlockedEndpointsJobsAreDiscardedWithTheReasonAndItsBreakerOpens) {

@@ -3,7 +3,10 @@
 // their bad input — including that no secret is ever echoed back. (pause and resume are in
 // admin_command_test.cc.)
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -175,8 +178,28 @@ TEST_F(ChannelCommandTest, DisableAndEnableOfAnUnknownChannelExitOne) {
 
 // ---- rotate-secret -------------------------------------------------------------------------
 
-// Padded base64 of 32 key bytes, valid for --secret.
+// Padded base64 of 32 key bytes, valid for --secret-file.
 constexpr const char* kGivenSecret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+// A file holding `text` (readable by its owner only, as a secret's file should be), removed
+// when it goes out of scope.
+class SecretFile {
+ public:
+  explicit SecretFile(const std::string& text) {
+    path_ = (std::filesystem::temp_directory_path() / "bulkhead-secret-XXXXXX").string();
+    int fd = mkstemp(path_.data());
+    EXPECT_GE(fd, 0);
+    close(fd);
+    std::ofstream(path_, std::ios::binary) << text;
+  }
+  ~SecretFile() { std::filesystem::remove(path_); }
+  SecretFile(const SecretFile&) = delete;
+  SecretFile& operator=(const SecretFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 TEST_F(ChannelCommandTest, RotateSecretPrintsTheNewSecretOnceAndKeepsTheOldOneForADay) {
   int64_t channel = CreateChannel(db(), acme_);
@@ -257,26 +280,34 @@ TEST_F(ChannelCommandTest, RotateSecretWithKeepOldZeroRetiresEveryOldSecretAtOnc
             nullptr);
 }
 
-TEST_F(ChannelCommandTest, RotateSecretTakesAGivenSecretWithoutPrintingIt) {
+TEST_F(ChannelCommandTest, RotateSecretTakesAGivenSecretFromStdinOrAFileWithoutPrintingIt) {
   int64_t channel = CreateChannel(db(), acme_);
   const std::string id = std::to_string(channel);
   const std::string first = Secret(channel);
-  CommandResult r = Run({"channel", "rotate-secret", id, "--secret", kGivenSecret});
+  // From stdin, with the newline `echo` or a here-string leaves after it.
+  CommandResult r =
+      Run({"channel", "rotate-secret", id, "--secret-file", "-"}, std::string(kGivenSecret) + "\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
   EXPECT_EQ(Secret(channel), kGivenSecret);
   EXPECT_EQ(r.out.find("whsec_"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\nsecret as given with --secret\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nsecret as given with --secret-file\n"), std::string::npos) << r.out;
 
   // The current secret again: refused, nothing changes.
-  CommandResult same = Run({"channel", "rotate-secret", id, "--secret", kGivenSecret});
+  SecretFile same_file(kGivenSecret);
+  CommandResult same = Run({"channel", "rotate-secret", id, "--secret-file", same_file.path()});
   EXPECT_EQ(same.exit_code, 1);
   EXPECT_EQ(same.out, "");
-  EXPECT_EQ(same.err, "bulkhead channel rotate-secret: --secret is already channel " + id +
-                          "'s current secret; nothing changed\n");
+  EXPECT_EQ(same.err,
+            "bulkhead channel rotate-secret: the secret of --secret-file is already "
+            "channel " +
+                id + "'s current secret; nothing changed\n");
   EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channel_secrets"), 1);
 
-  // Back to the first secret, still in its window: it becomes current and is no longer old.
-  CommandResult back = Run({"channel", "rotate-secret", id, "--secret", first});
+  // Back to the first secret, from a file (no newline), still in its window: it becomes
+  // current and is no longer old.
+  SecretFile first_file(first);
+  CommandResult back = Run({"channel", "rotate-secret", id, "--secret-file=" + first_file.path()});
   ASSERT_EQ(back.exit_code, 0) << back.err;
   EXPECT_EQ(Secret(channel), first);
   EXPECT_EQ(QueryValue<std::string>(db(),
@@ -289,32 +320,60 @@ TEST_F(ChannelCommandTest, RotateSecretTakesAGivenSecretWithoutPrintingIt) {
   EXPECT_EQ(missing.err, "bulkhead channel rotate-secret: no channel with id 999999\n");
 }
 
+// Issue 17.10a: a secret on the command line is in every `ps` and in the shell's history. The
+// old --secret VALUE is refused before anything runs, without quoting the value, and says
+// what to use instead.
+TEST(ChannelCli, RotateSecretRefusesASecretInArgv) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"channel", "rotate-secret", "7", "--secret", kGivenSecret},
+        std::vector<std::string>{"channel", "rotate-secret", "7",
+                                 "--secret=" + std::string(kGivenSecret)},
+        std::vector<std::string>{"channel", "rotate-secret", "--secret", kGivenSecret, "7"}}) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    CommandResult r = Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err,
+              "bulkhead channel rotate-secret: --secret would put the secret in the process list "
+              "and the shell's history; give it with --secret-file FILE, or --secret-file - to "
+              "read it from stdin (the value is not repeated here) (try: bulkhead channel "
+              "rotate-secret --help)\n");
+  }
+}
+
 TEST(ChannelCli, RotateSecretRefusesBadInputWithoutEchoingASecret) {
   const std::vector<std::string> bad = {
-      "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa",                  // not whole groups
-      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY",     // padding left out
-      "whsec_QUJDREVGR0hJSktMTU5PUFFS",                        // 18 bytes: too short
-      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",          // no prefix
-      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n",  // a newline after
-      "whsec_" + std::string(120, 'A'),                        // 90 bytes: too long
-      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAx-jM0NTY3ODlhYmNkZWY=",    // URL-safe alphabet
+      "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLa",                    // not whole groups
+      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY",       // padding left out
+      "whsec_QUJDREVGR0hJSktMTU5PUFFS",                          // 18 bytes: too short
+      "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",            // no prefix
+      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n\n",  // a blank line after
+      " whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",     // a space before
+      "whsec_" + std::string(120, 'A'),                          // 90 bytes: too long
+      "whsec_MDEyMzQ1Njc4OWFiY2RlZjAx-jM0NTY3ODlhYmNkZWY=",      // URL-safe alphabet
   };
   for (const std::string& secret : bad) {
-    for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"channel", "rotate-secret", "7", "--secret", secret},
-          std::vector<std::string>{"channel", "rotate-secret", "7", "--secret=" + secret}}) {
-      CommandResult r = Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}});
+    SecretFile file(secret);
+    for (const auto& [args, input] :
+         {std::pair{std::vector<std::string>{"channel", "rotate-secret", "7", "--secret-file", "-"},
+                    std::optional<std::string>(secret)},
+          std::pair{std::vector<std::string>{"channel", "rotate-secret", "7", "--secret-file",
+                                             file.path()},
+                    std::optional<std::string>()}}) {
+      CommandResult r =
+          Bulkhead(args, {{"DATABASE_URL", "postgresql:///nope?host=/nonexistent"}}, input);
       EXPECT_EQ(r.exit_code, 2) << secret;
       EXPECT_EQ(r.out, "");
       EXPECT_EQ(testing::Lines(r.err), 1) << r.err;
-      EXPECT_NE(r.err.find("--secret must be whsec_ followed by padded standard base64"),
+      EXPECT_NE(r.err.find("the secret of --secret-file must be whsec_ followed by padded "
+                           "standard base64"),
                 std::string::npos)
           << r.err;
       // Neither the secret nor its key part comes back.
       EXPECT_EQ(r.err.find(secret.substr(6, 20)), std::string::npos) << r.err;
     }
   }
-  // A secret in the wrong place (without --secret, or as CHANNEL) is not quoted either.
+  // A secret in the wrong place (as CHANNEL, or after it) is not quoted either.
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"channel", "rotate-secret", "7", kGivenSecret},
         std::vector<std::string>{"channel", "rotate-secret", kGivenSecret},
@@ -328,7 +387,15 @@ TEST(ChannelCli, RotateSecretRefusesBadInputWithoutEchoingASecret) {
   ExpectUsageError({"channel", "rotate-secret", "7", "--keep-old", "forever"},
                    "--keep-old must be 0 or a duration like 90s");
   ExpectUsageError({"channel", "rotate-secret", "7", "--keep-old", "-1h"}, "--keep-old must be");
-  ExpectUsageError({"channel", "rotate-secret", "7", "--secret"}, "--secret needs a whsec_ secret");
+  ExpectUsageError({"channel", "rotate-secret", "7", "--secret-file"},
+                   "--secret-file needs a file holding the secret (- for stdin)");
+  ExpectUsageError({"channel", "rotate-secret", "7", "--secret-file", "/nonexistent/secret"},
+                   "cannot read --secret-file /nonexistent/secret: No such file or directory");
+  ExpectUsageError({"channel", "rotate-secret", "7", "--secret-file", "-"},  // stdin is empty
+                   "the secret of --secret-file is empty");
+  // The wrong file: an endless one is not read to its end.
+  ExpectUsageError({"channel", "rotate-secret", "7", "--secret-file", "/dev/zero"},
+                   "the secret of --secret-file is over 4 KiB");
 }
 
 // PostgreSQL puts the failing row, secret included, in the DETAIL of a check violation. The CLI
@@ -348,7 +415,7 @@ TEST_F(ChannelCommandTest, ADatabaseErrorNeverQuotesTheSecret) {
   } catch (const pqxx::check_violation& e) {
     ASSERT_NE(std::string(e.what()).find(kGivenSecret), std::string::npos) << e.what();
   }
-  CommandResult r = Run({"channel", "rotate-secret", id, "--secret", kGivenSecret});
+  CommandResult r = Run({"channel", "rotate-secret", id, "--secret-file", "-"}, kGivenSecret);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
@@ -384,12 +451,13 @@ TEST(ChannelCli, HelpAndUnreachableDatabase) {
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find(std::string("usage: bulkhead channel ") + sub), std::string::npos);
   }
+  SecretFile secret(kGivenSecret);
   testing::ExpectUnreachableDatabaseError(
       {{"channel", "add", "--tenant", "a", "--url", "http://a/"},
        {"channel", "show", "7"},
        {"channel", "disable", "7", "--reason", "x"},
        {"channel", "enable", "7"},
-       {"channel", "rotate-secret", "7", "--secret", kGivenSecret}});
+       {"channel", "rotate-secret", "7", "--secret-file", secret.path()}});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <iostream>
 #include <map>
 #include <set>
@@ -11,8 +12,10 @@
 
 #include "all_stores.h"
 #include "delivery_test.h"
+#include "http_get.h"
 #include "http_receiver.h"
 #include "node_process.h"
+#include "poll.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -326,6 +329,12 @@ TEST_F(FleetTest, JobsOfANodeKilledWithSigkillAreDeliveredByAnotherAfterItsLease
   EXPECT_LE(repeats, stranded);
 }
 
+// Record's fence is three conditions: state 'executing', attempted_by this node, attempt this
+// attempt. Here the rescued jobs are completed by node-b before the zombie wakes, so the state
+// condition alone refuses its late results (node and attempt differ too): this test proves that
+// a late result cannot undo a completion, not which of the other two conditions holds. The
+// attempt condition on its own is proved by
+// AFrozenNodesLateResultsAreFencedByTheAttemptWhenItsRestartedSelfHoldsTheJobs below.
 TEST_F(FleetTest, AFrozenNodesLateResultsChangeNothingAfterItsJobsWereRescued) {
   HttpReceiver receiver([](const ReceivedRequest&) { return After(milliseconds(800)); });
   int64_t ch = Channel(receiver.Url("/hook"));
@@ -398,6 +407,70 @@ TEST_F(FleetTest, ANodeWhoseRowWasForgottenRegistersAgain) {
   EXPECT_EQ(testing::QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.nodes"), 0);
 }
 
+// Issue 17.10d. The one case where only the attempt condition of Record's fence stands between a
+// zombie's late result and a job: a node frozen mid-request (SIGSTOP) is taken for dead and
+// started again under its fixed name. The new process rescues its "previous self"'s jobs at
+// start and claims them again, so when the zombie wakes each job is `executing`, attempted_by
+// 'node-a' — the state and the node its result carries — at attempt 2 where the result says 1.
+// Without `j.attempt = r.attempt` the zombie's 200s would complete jobs whose second attempt is
+// still in flight.
+TEST_F(FleetTest, AFrozenNodesLateResultsAreFencedByTheAttemptWhenItsRestartedSelfHoldsTheJobs) {
+  std::atomic<int> requests{0};
+  // The zombie's five requests are answered after 2 s (it is frozen by then); the second
+  // attempts hang, so they stay executing for as long as the test looks.
+  HttpReceiver receiver([&requests](const ReceivedRequest&) {
+    Reply reply;
+    if (++requests <= 5) {
+      reply.delay = milliseconds(2000);
+    } else {
+      reply.hang = true;
+    }
+    return reply;
+  });
+  int64_t ch = Channel(receiver.Url("/hook"));
+  Enqueue(ch, 5);
+  // A long lease: ReturnStranded hands back only jobs claimed over a lease ago, so neither
+  // process hands the other's claims back while the test runs. The restart does not need the
+  // lease to run out: a node rescues the jobs of its own name at start.
+  nlohmann::json node = Node("node-a");
+  node["lease_ms"] = 60000;
+  NodeProcess zombie(node, {{"default", Tier(5)}});
+  zombie.Start(conninfo());
+  ASSERT_TRUE(receiver.WaitForRequests(5, seconds(20))) << zombie.Log();
+  zombie.Signal(SIGSTOP);
+  ASSERT_EQ(Count("state = 'executing' AND attempt = 1 AND attempted_by = 'node-a'"), 5);
+
+  NodeProcess restarted(node, {{"default", Tier(5)}});
+  restarted.Start(conninfo());
+  ASSERT_TRUE(receiver.WaitForRequests(10, seconds(20))) << restarted.Log();
+  ASSERT_TRUE(WaitFor(
+      "(SELECT count(*) = 5 FROM bulkhead.jobs WHERE state = 'executing' AND attempt = 2 AND "
+      "attempted_by = 'node-a')"))
+      << restarted.Log();
+  EXPECT_TRUE(restarted.WaitForLog("jobs_rescued")) << restarted.Log();
+  const std::string rows =
+      "SELECT string_agg(id || ' ' || state || ' ' || attempt || ' ' || attempted_by || ' ' || "
+      "attempted_at || ' ' || attempts::text, E'\\n' ORDER BY id) FROM bulkhead.jobs";
+  const std::string before = QueryValue<std::string>(db(), rows);
+
+  // The zombie wakes, reads its five 200s and writes them: same state, same node, attempt 1.
+  zombie.Signal(SIGCONT);
+  const std::string metrics = "http://127.0.0.1:" + std::to_string(zombie.metrics_port());
+  ASSERT_TRUE(testing::PollUntil(
+      [&] {
+        return testing::HttpGet(metrics + "/metrics")
+                   .body.find("\nbulkhead_completion_batch_size_sum 5\n") != std::string::npos;
+      },
+      seconds(20)))
+      << testing::HttpGet(metrics + "/metrics").body << zombie.Log();
+  // Written, and fenced off: every job is as node-a's second attempt left it.
+  EXPECT_EQ(QueryValue<std::string>(db(), rows), before);
+  EXPECT_EQ(Count("state = 'completed'"), 0);
+  EXPECT_EQ(Count("state = 'executing' AND attempt = 2 AND attempted_by = 'node-a'"), 5);
+  zombie.Signal(SIGKILL);
+  zombie.Wait(seconds(5));
+}
+
 TEST_F(FleetTest, ANodeWhoseHeartbeatCannotLandStopsClaimingUntilItDoes) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Reply{}; });
   int64_t ch = Channel(receiver.Url("/hook"));
@@ -433,6 +506,8 @@ TEST_F(FleetTest, TwoNodesWithLongAndNonAsciiNamesKeepOneLeaderForTheWholeRun) {
   ASSERT_TRUE(a.WaitForLog("leader_elected")) << a.Log();
   b.Start(conninfo());
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 2 FROM bulkhead.nodes)"));
+  ASSERT_TRUE(a.WaitReady()) << a.Log();
+  ASSERT_TRUE(b.WaitReady()) << b.Log();
   // Several election rounds (every 2 s): a node that cannot tell the leader's connection from
   // a lost one terminates it each round, and leadership flaps.
   std::this_thread::sleep_for(seconds(7));
@@ -458,6 +533,7 @@ TEST_F(FleetTest, OneNodeLeadsAndLeadershipMovesWhenItDies) {
   NodeProcess b(Node("node-b"), {{"default", Tier(2)}});
   b.Start(conninfo());
   ASSERT_TRUE(WaitFor("(SELECT count(*) = 2 FROM bulkhead.nodes)"));
+  ASSERT_TRUE(b.WaitReady()) << b.Log();  // running, so its silence below means something
   std::this_thread::sleep_for(seconds(3));
   EXPECT_EQ(b.Log().find("leader_elected"), std::string::npos) << b.Log();
   a.Signal(SIGKILL);

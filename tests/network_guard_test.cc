@@ -38,6 +38,7 @@ const std::vector<Edge> kIpv4Edges = {
     {"10.0.0.0", "10.255.255.255", "10.0.0.0/8", "9.255.255.255", "11.0.0.0"},
     {"100.64.0.0", "100.127.255.255", "100.64.0.0/10", "100.63.255.255", "100.128.0.0"},
     {"127.0.0.0", "127.255.255.255", "127.0.0.0/8", "126.255.255.255", "128.0.0.0"},
+    {"168.63.129.16", "168.63.129.16", "168.63.129.16/32", "168.63.129.15", "168.63.129.17"},
     {"169.254.0.0", "169.254.255.255", "169.254.0.0/16", "169.253.255.255", "169.255.0.0"},
     {"172.16.0.0", "172.31.255.255", "172.16.0.0/12", "172.15.255.255", "172.32.0.0"},
     {"192.0.0.0", "192.0.0.255", "192.0.0.0/24", "191.255.255.255", "192.0.1.0"},
@@ -121,6 +122,17 @@ TEST(NetworkGuard, CloudMetadataAddressesAreDenied) {
   GuardVerdict aws6 = Verdict(guard, "fd00:ec2::254");
   EXPECT_FALSE(aws6.allowed);
   EXPECT_EQ(aws6.range, "fc00::/7");
+  // Azure's wire server (platform DNS, DHCP, health probes, VM agent) is a public address,
+  // the same in every Azure virtual network, and answers only from inside one.
+  GuardVerdict azure = Verdict(guard, "168.63.129.16");
+  EXPECT_FALSE(azure.allowed);
+  EXPECT_EQ(azure.range, "168.63.129.16/32");
+  EXPECT_EQ(azure.Text(),
+            "blocked: 168.63.129.16 is in Azure's wire server (platform DNS and metadata) "
+            "(168.63.129.16/32); add it to allowed_networks to allow it");
+  EXPECT_FALSE(Verdict(guard, "::ffff:168.63.129.16").allowed);
+  // Only that one address: its neighbours are ordinary public addresses.
+  EXPECT_TRUE(Verdict(guard, "168.63.129.17").allowed);
 }
 
 TEST(NetworkGuard, TheReasonNamesTheAddressTheRangeAndTheWayOut) {

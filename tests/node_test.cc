@@ -396,6 +396,7 @@ TEST_F(NodeTest, AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll) {
   NodeProcess node(NodeConfig("node-a", {{"poll_interval_ms", 60000}}), {{"default", Tier(5)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.nodes")) << node.Log();
+  ASSERT_TRUE(node.WaitReady()) << node.Log();
   // Give the node's first claim (at start) time to find the queue empty.
   std::this_thread::sleep_for(milliseconds(500));
   EnqueueMany(ch, 1);
@@ -409,6 +410,7 @@ TEST_F(NodeTest, AfterItsListenConnectionDropsTheNodeCatchesUpByClaiming) {
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"))
       << node.Log();
+  ASSERT_TRUE(node.WaitReady()) << node.Log();
   // Give the node's first claim (at start) time to find the queue empty: otherwise it may
   // run after the enqueue below and deliver the job without any catch-up.
   std::this_thread::sleep_for(milliseconds(500));

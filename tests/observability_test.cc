@@ -214,6 +214,7 @@ TEST_F(ObservabilityTest, OnlyTheLeaderExportsTheFleetCountsItSampled) {
   auto follower =
       Poll(b, "/metrics", [](const testing::HttpAnswer& answer) { return answer.status == 200; });
   ASSERT_EQ(follower.status, 200) << b.Log();
+  ASSERT_TRUE(b.WaitReady()) << b.Log();    // its loops run: the absence below means something
   std::this_thread::sleep_for(seconds(3));  // longer than an election round
   follower = HttpGet(Url(b, "/metrics"));
   EXPECT_NE(follower.body.find("bulkhead_leader 0"), std::string::npos) << follower.body;

@@ -22,6 +22,14 @@ struct Collector {
     if (errors > 0 && report.errors == 0) report.first_error = first_error;
     report.errors += errors;
   }
+
+  // Joins the senders and returns what they sent, stamped from `started_us` to now.
+  SendReport Finish(std::vector<std::thread>& threads, int64_t started_us) {
+    for (auto& t : threads) t.join();
+    report.started_us = started_us;
+    report.finished_us = NowUs();
+    return std::move(report);
+  }
 };
 
 // One delivery in its own transaction; the job id, or -1 with `error` set.
@@ -101,12 +109,9 @@ SendReport RunConversations(const ConversationOptions& o,
       collector.Add(std::move(sent), errors, first_error);
     });
   }
-  for (auto& t : threads) t.join();
-  SendReport report = std::move(collector.report);
-  report.started_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count();
-  report.finished_us = NowUs();
-  return report;
+  return collector.Finish(
+      threads,
+      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count());
 }
 
 SendReport RunSteady(const SteadyOptions& o, std::chrono::system_clock::time_point start) {
@@ -156,12 +161,9 @@ SendReport RunSteady(const SteadyOptions& o, std::chrono::system_clock::time_poi
       collector.Add(std::move(sent), errors, first_error);
     });
   }
-  for (auto& t : threads) t.join();
-  SendReport report = std::move(collector.report);
-  report.started_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count();
-  report.finished_us = NowUs();
-  return report;
+  return collector.Finish(
+      threads,
+      std::chrono::duration_cast<std::chrono::microseconds>(start.time_since_epoch()).count());
 }
 
 SendReport RunBacklog(const std::string& database, int64_t channel, int total, int concurrency) {
@@ -193,11 +195,7 @@ SendReport RunBacklog(const std::string& database, int64_t channel, int total, i
       collector.Add(std::move(sent), errors, first_error);
     });
   }
-  for (auto& t : threads) t.join();
-  SendReport report = std::move(collector.report);
-  report.started_us = started;
-  report.finished_us = NowUs();
-  return report;
+  return collector.Finish(threads, started);
 }
 
 }  // namespace bulkhead::load

@@ -8,8 +8,10 @@
 # Builds the fuzz tree first (./setup.sh --build fuzz), runs TARGET with as many jobs as the
 # machine has cores, and keeps what it finds in build/fuzz/tests/fuzz/corpus/TARGET/ (the seeds
 # in tests/fuzz/corpus/TARGET/ are read, never written). It runs in build/fuzz/runs/TARGET/,
-# where each job's log (fuzz-N.log) and any crash-<hash> input land; a crash exits non-zero.
-# Replay one with: build/fuzz/bin/TARGET build/fuzz/runs/TARGET/crash-<hash>.
+# where each job's log (fuzz-N.log) and any crash-, timeout-, oom- or leak-<hash> input land.
+# A finding exits non-zero after tests/fuzz/report.sh has printed the target, the kind, the
+# ERROR/SUMMARY lines, the input as a path and as base64, and the command that replays it:
+# build/fuzz/bin/TARGET build/fuzz/runs/TARGET/crash-<hash>.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,6 +37,15 @@ mkdir -p "build/fuzz/runs/$target"
 cd "build/fuzz/runs/$target"
 if [ ${#dict[@]} -gt 0 ]; then dict=(-dict="$root/${dict[0]#-dict=}"); fi
 echo "tests/fuzz/run.sh: $target for ${seconds}s on $jobs jobs; logs in $PWD" >&2
-exec "$root/build/fuzz/bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -jobs="$jobs" -workers="$jobs" "${dict[@]}" "$@" \
-  "$root/$found" "$root/tests/fuzz/corpus/$target"
+marker=$PWD/.run-started
+touch "$marker"
+rm -f fuzz-*.log  # the logs report.sh reads are this run's
+rc=0
+"$root/build/fuzz/bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -jobs="$jobs" -workers="$jobs" -artifact_prefix="$PWD/" "${dict[@]}" \
+  "$@" "$root/$found" "$root/tests/fuzz/corpus/$target" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  "$root/tests/fuzz/report.sh" "$target" "$root/build/fuzz/bin/$target" "$marker" "$PWD" \
+    fuzz-*.log
+fi
+exit "$rc"

@@ -12,10 +12,10 @@ namespace {
 constexpr const char* kNowhere = "postgresql:///nope?host=/nonexistent";
 }  // namespace
 
-CommandResult Bulkhead(std::vector<std::string> args,
-                       const std::map<std::string, std::string>& env) {
+CommandResult Bulkhead(std::vector<std::string> args, const std::map<std::string, std::string>& env,
+                       const std::optional<std::string>& input) {
   args.insert(args.begin(), BULKHEAD_BIN);
-  return RunCommand(args, env);
+  return RunCommand(args, env, input);
 }
 
 int Lines(const std::string& text) {
@@ -56,10 +56,10 @@ std::vector<std::vector<std::string>> Cells(const std::string& table) {
   return rows;
 }
 
-CommandResult CliTest::Run(std::vector<std::string> args) {
+CommandResult CliTest::Run(std::vector<std::string> args, const std::optional<std::string>& input) {
   args.push_back("--database");
   args.push_back(url());
-  return Bulkhead(args);
+  return Bulkhead(args, {}, input);
 }
 
 }  // namespace bulkhead::testing

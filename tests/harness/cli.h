@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,11 @@
 
 namespace bulkhead::testing {
 
-// Runs build/bin/bulkhead with `args`, and `env` on top of this process's environment.
+// Runs build/bin/bulkhead with `args`, and `env` on top of this process's environment;
+// `input`, if any, is its stdin.
 CommandResult Bulkhead(std::vector<std::string> args,
-                       const std::map<std::string, std::string>& env = {});
+                       const std::map<std::string, std::string>& env = {},
+                       const std::optional<std::string>& input = std::nullopt);
 
 // Newlines in `text`.
 int Lines(const std::string& text);
@@ -37,8 +40,9 @@ class CliTest : public DeliveryTest {
  protected:
   using DeliveryTest::DeliveryTest;
 
-  // Runs the binary with this test's database as --database.
-  CommandResult Run(std::vector<std::string> args);
+  // Runs the binary with this test's database as --database (and `input` on stdin).
+  CommandResult Run(std::vector<std::string> args,
+                    const std::optional<std::string>& input = std::nullopt);
 };
 
 }  // namespace bulkhead::testing

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "free_port.h"
+#include "http_get.h"
 #include "poll.h"
 
 extern char** environ;
@@ -104,6 +105,18 @@ bool NodeProcess::WaitForLog(const std::string& event, std::chrono::milliseconds
       },
       timeout);
   return Log().find(needle) != std::string::npos;
+}
+
+bool NodeProcess::WaitReady(std::chrono::milliseconds timeout) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(metrics_port_) + "/readyz";
+  bool ready = false;
+  PollUntil(
+      [&] {
+        ready = HttpGet(url, std::chrono::seconds(1)).status == 200;
+        return ready || Wait(std::chrono::milliseconds(0)).has_value();
+      },
+      timeout);
+  return ready;
 }
 
 int NodeProcess::ThreadCount() const {

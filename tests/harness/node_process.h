@@ -40,8 +40,15 @@ class NodeProcess {
   NodeProcess(const NodeProcess&) = delete;
   NodeProcess& operator=(const NodeProcess&) = delete;
 
-  // Starts `bulkhead run --config <file> --database <database>`.
+  // Starts `bulkhead run --config <file> --database <database>`. Does not wait for the node:
+  // a test that asserts that something did *not* happen must WaitReady() first, or a node
+  // still connecting proves nothing.
   void Start(const std::string& database);
+  // Polls (poll.h) the node's /readyz on metrics_port() until it answers 200: the node is
+  // registered, holds its lease, and every tier's claim loop runs. False if `timeout` passed
+  // first or the process ended. Ready does not mean a claim has run yet: a test that waits
+  // for the first claim to find nothing still waits a few poll intervals after it.
+  bool WaitReady(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   void Signal(int sig) const;
   // The exit code once the process has ended (128 + signal if killed), or nullopt if it is
   // still running after `timeout`.

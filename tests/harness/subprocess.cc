@@ -26,13 +26,22 @@ std::string Slurp(const std::string& path) {
 }  // namespace
 
 CommandResult RunCommand(const std::vector<std::string>& argv,
-                         const std::map<std::string, std::string>& env) {
+                         const std::map<std::string, std::string>& env,
+                         const std::optional<std::string>& input) {
   // Output goes to temporary files rather than pipes: no reader thread, no pipe-full deadlock.
+  // So does the input, for the same reason.
   char out_path[] = "/tmp/bulkhead-cmd-out-XXXXXX";
   char err_path[] = "/tmp/bulkhead-cmd-err-XXXXXX";
+  char in_path[] = "/tmp/bulkhead-cmd-in-XXXXXX";
   int out_fd = mkstemp(out_path);
   int err_fd = mkstemp(err_path);
   if (out_fd < 0 || err_fd < 0) throw std::runtime_error(std::strerror(errno));
+  if (input) {
+    int in_fd = mkstemp(in_path);
+    if (in_fd < 0) throw std::runtime_error(std::strerror(errno));
+    close(in_fd);
+    std::ofstream(in_path, std::ios::binary) << *input;
+  }
 
   std::map<std::string, std::string> merged;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -61,12 +70,14 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, input ? in_path : "/dev/null", O_RDONLY,
+                                   0);
   pid_t pid = 0;
   int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(out_fd);
   close(err_fd);
+  if (input) unlink(in_path);  // the child has it open already, or never will
   if (rc != 0) {
     unlink(out_path);
     unlink(err_path);

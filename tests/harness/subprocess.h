@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,10 @@ struct CommandResult {
 };
 
 // `argv[0]` is a path. `env` entries are set (an empty value unsets the variable) on top of
-// this process's environment. Throws std::runtime_error if the program cannot be started.
+// this process's environment. The program reads `input` on stdin (/dev/null when there is
+// none). Throws std::runtime_error if the program cannot be started.
 CommandResult RunCommand(const std::vector<std::string>& argv,
-                         const std::map<std::string, std::string>& env = {});
+                         const std::map<std::string, std::string>& env = {},
+                         const std::optional<std::string>& input = std::nullopt);
 
 }  // namespace bulkhead::testing

@@ -1,6 +1,9 @@
 #include "channel_command.h"
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -264,13 +267,49 @@ int RunEnable(const Subcommand& sub, std::span<const std::string_view> args) {
   });
 }
 
-// A secret an operator gives with --secret, checked before anything reaches the database: the
-// shape channels_secret_format accepts (whole, padded base64 groups) and the key length the
+// A secret an operator gives with --secret-file, checked before anything reaches the database:
+// the shape channels_secret_format accepts (whole, padded base64 groups) and the key length the
 // Standard Webhooks specification asks for, 24 to 64 bytes.
 bool IsGoodNewSecret(std::string_view secret) {
   std::optional<std::string> key = DecodeWebhookSecret(secret);
   constexpr size_t kPrefix = 6;  // "whsec_"
   return key && (secret.size() - kPrefix) % 4 == 0 && key->size() >= 24 && key->size() <= 64;
+}
+
+// The secret of --secret-file FILE ("-": stdin), or the exit code of a usage error. Read from a
+// file or a pipe rather than taken as a word, because every word of argv is in `ps` for all
+// users to see and in the shell's history. One newline at the end (what `echo`, a here-string
+// or an editor leave) is dropped; anything else around the secret makes it malformed. At most
+// 4 KiB is read: a whsec_ secret is under 100 bytes, so more is the wrong file.
+std::variant<std::string, int> ReadSecretFile(const std::string& command, const std::string& file) {
+  constexpr size_t kMaxBytes = 4096;
+  std::string text(kMaxBytes + 1, '\0');  // one byte more tells "too long" from "just fits"
+  auto read_from = [&](std::istream& in) {
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+  };
+  if (file == "-") {
+    read_from(std::cin);
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      return cli::UsageError(
+          command, "cannot read --secret-file " + cli::OneLine(file) + ": " + std::strerror(errno));
+    }
+    read_from(in);
+  }
+  if (text.size() > kMaxBytes) {
+    return cli::UsageError(command, "the secret of --secret-file is over 4 KiB: not a secret");
+  }
+  if (text.ends_with('\n')) text.pop_back();
+  if (text.ends_with('\r')) text.pop_back();
+  if (text.empty()) return cli::UsageError(command, "the secret of --secret-file is empty");
+  if (!IsGoodNewSecret(text)) {
+    return cli::UsageError(command,
+                           "the secret of --secret-file must be whsec_ followed by padded "
+                           "standard base64 of a 24- to 64-byte key (it is not repeated here)");
+  }
+  return text;
 }
 
 // --keep-old: "0" (or "0s", "0m", …: retire the old secrets at once) or a duration
@@ -288,9 +327,11 @@ constexpr int64_t kDefaultKeepOldS = 24 * 3600;
 
 int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> args) {
   const std::string command = Verb().CommandName(sub);
-  // A secret typed in the wrong place (without --secret, or as CHANNEL) must not come back in
-  // a usage error, which cli::Parse would quote: count the positional words first, and never
-  // quote one here.
+  // A secret typed in the wrong place (as CHANNEL, or after it) must not come back in a usage
+  // error, which cli::Parse would quote: count the positional words first, and never quote one
+  // here. The same scan refuses the old --secret VALUE: by the time it is read the secret is in
+  // the process list and the shell's history already, and a warning would let scripts go on
+  // putting it there.
   size_t positional = 0;
   bool options_ended = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -298,20 +339,27 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
     if (arg == "-h" || arg == "--help") break;  // cli::Parse prints the help
     if (!options_ended && arg == "--") {
       options_ended = true;
+    } else if (!options_ended && (arg == "--secret" || arg.starts_with("--secret="))) {
+      return cli::UsageError(command,
+                             "--secret would put the secret in the process list and the shell's "
+                             "history; give it with --secret-file FILE, or --secret-file - to "
+                             "read it from stdin (the value is not repeated here)");
     } else if (!options_ended && arg.starts_with("--")) {
       if (arg.find('=') == std::string_view::npos &&
-          (arg == "--secret" || arg == "--keep-old" || arg == "--database" || arg == "--config")) {
+          (arg == "--secret-file" || arg == "--keep-old" || arg == "--database" ||
+           arg == "--config")) {
         ++i;  // its value
       }
     } else if (++positional > 1) {
       return cli::UsageError(command,
-                             "takes one CHANNEL; a new secret goes after --secret (the extra "
+                             "takes one CHANNEL; a new secret goes in --secret-file (the extra "
                              "word is not repeated here)");
     }
   }
   auto parsed =
       cli::Parse(command, args,
-                 {.options = {{"--secret", "a whsec_ secret"}, {"--keep-old", "a duration"}},
+                 {.options = {{"--secret-file", "a file holding the secret (- for stdin)"},
+                              {"--keep-old", "a duration"}},
                   .max_positional = 1},
                  [&] { Verb().PrintHelp(sub); });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
@@ -319,12 +367,6 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
   // The word is not quoted back: it may be a secret typed in the wrong place.
   std::optional<int64_t> channel = cli::TakeChannel(command, words, /*quote_word=*/false);
   if (!channel) return kExitUsage;
-  std::optional<std::string> secret = words.Value("--secret");
-  if (secret && !IsGoodNewSecret(*secret)) {
-    return cli::UsageError(command,
-                           "--secret must be whsec_ followed by padded standard base64 of a 24- "
-                           "to 64-byte key (the value is not repeated here)");
-  }
   int64_t keep_s = kDefaultKeepOldS;
   if (std::optional<std::string> keep = words.Value("--keep-old")) {
     std::optional<int64_t> parsed_keep = ParseKeepOld(*keep);
@@ -336,13 +378,20 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
     }
     keep_s = *parsed_keep;
   }
+  // Read last, once every word is known good: stdin is read only by a command that will run.
+  std::optional<std::string> secret;
+  if (std::optional<std::string> file = words.Value("--secret-file")) {
+    auto read = ReadSecretFile(command, *file);
+    if (const int* exit_code = std::get_if<int>(&read)) return *exit_code;
+    secret = std::get<std::string>(std::move(read));
+  }
   return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
     SecretRotation r = store.RotateSecret(*channel, secret.value_or(""), keep_s);
     if (r.outcome == SecretRotation::kNoSuchChannel) {
       return NoSuchChannel(command, *channel);
     }
     if (r.outcome == SecretRotation::kSameSecret) {
-      std::cerr << command << ": --secret is already channel " << *channel
+      std::cerr << command << ": the secret of --secret-file is already channel " << *channel
                 << "'s current secret; nothing changed\n";
       return kExitFailure;
     }
@@ -355,7 +404,7 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
       std::cout << "old secrets retired: requests are signed with the new secret only\n";
     }
     if (secret) {
-      std::cout << "secret as given with --secret\n";
+      std::cout << "secret as given with --secret-file\n";
     } else {
       // The secret is printed here and nowhere else: `channel show` never prints it.
       std::cout << "secret " << r.secret
@@ -415,11 +464,13 @@ its backlog parked: `channel enable` it first, then resume it.
 )",
      RunResume},
     {"rotate-secret",
-     "rotate-secret CHANNEL [--secret whsec_…] [--keep-old DURATION] [--database URL]",
+     "rotate-secret CHANNEL [--secret-file FILE] [--keep-old DURATION] [--database URL]",
      "a new secret; the old one is still signed with for a window",
      R"(Gives the channel a new Standard Webhooks secret: a fresh one from bulkhead.new_secret(),
-printed once on stdout (give it to the receiver), or the one given with --secret (whsec_ and
-padded standard base64 of a 24- to 64-byte key; not printed back). The old secret is not
+printed once on stdout (give it to the receiver), or the one read from --secret-file FILE
+(- reads stdin; whsec_ and padded standard base64 of a 24- to 64-byte key, one newline after
+it allowed; not printed back). A secret is never taken as a word of the command line, where
+ps and the shell's history would show it: --secret VALUE is refused. The old secret is not
 dropped at once: for --keep-old DURATION (default 24h; 90s, 15m, 24h, 7d) every request is
 signed with the new secret and the old one, space-separated in webhook-signature, so a
 receiver that knows either verifies it; switch the receiver within that window. --keep-old 0

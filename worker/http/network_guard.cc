@@ -76,6 +76,11 @@ const std::vector<Range>& Ipv4Denied() {
       {MustParse("10.0.0.0/8"), "a private range"},
       {MustParse("100.64.0.0/10"), "carrier-grade NAT shared address space"},
       {MustParse("127.0.0.0/8"), "loopback"},
+      // Azure's wire server: platform DNS, DHCP, load-balancer health probes and the VM agent's
+      // channel to the host. A public address, the same in every Azure virtual network, that
+      // answers only from inside one, so no private range covers it (the other clouds keep their
+      // metadata in 169.254.0.0/16 or fd00:ec2::/32, below and in fc00::/7).
+      {MustParse("168.63.129.16/32"), "Azure's wire server (platform DNS and metadata)"},
       {MustParse("169.254.0.0/16"), "link-local (cloud metadata lives here)"},
       {MustParse("172.16.0.0/12"), "a private range"},
       {MustParse("192.0.0.0/24"), "IETF protocol assignments"},

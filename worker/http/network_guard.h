@@ -6,9 +6,10 @@
 // default, each with the range it fell in:
 //   IPv4  0.0.0.0/8 ("this network"), 10/8, 172.16/12, 192.168/16 (private), 100.64/10
 //         (carrier-grade NAT), 127/8 (loopback), 169.254/16 (link-local: cloud metadata
-//         169.254.169.254), 192.0.0/24 (IETF protocol assignments), 192.0.2/24, 198.51.100/24,
-//         203.0.113/24 (documentation), 198.18/15 (benchmarking), 224/4 (multicast),
-//         255.255.255.255/32 (broadcast), 240/4 (reserved).
+//         169.254.169.254), 168.63.129.16/32 (Azure's wire server: platform DNS and metadata,
+//         a public address reachable only from inside Azure), 192.0.0/24 (IETF protocol
+//         assignments), 192.0.2/24, 198.51.100/24, 203.0.113/24 (documentation), 198.18/15
+//         (benchmarking), 224/4 (multicast), 255.255.255.255/32 (broadcast), 240/4 (reserved).
 //   IPv6  ::/128 (unspecified), ::1/128 (loopback), fc00::/7 (unique local: fd00:ec2::254, a
 //         cloud metadata address, is in it), fe80::/10 (link-local), fec0::/10 (site-local,
 //         deprecated), ff00::/8 (multicast), 2001:db8::/32 (documentation), 2001::/32 (Teredo:
