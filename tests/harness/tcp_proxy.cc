@@ -82,6 +82,7 @@ void TcpProxy::Run() {
     if (poll(fds.data(), fds.size(), 20) < 0) continue;
     if (fds[0].revents != 0) break;
     size_t at = 1;
+    const size_t polled = pairs.size();  // a pair accepted below has no pollfd this round
     if (!stalled) {
       if (fds[at].revents & POLLIN) {
         int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -98,7 +99,8 @@ void TcpProxy::Run() {
       }
       ++at;
     }
-    for (Pair& p : pairs) {
+    for (size_t i = 0; i < polled; ++i) {
+      Pair& p = pairs[i];
       const pollfd& c = fds[at++];
       const pollfd& s = fds[at++];
       if (stalled) continue;
