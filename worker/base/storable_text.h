@@ -1,7 +1,8 @@
 // StorableText: a text made safe to store in a PostgreSQL `text` column and a jsonb string —
 // valid UTF-8 with no NUL byte. Text from outside the node (curl's error buffer, which can
 // echo a peer's bytes or a host name as typed) may hold either; one such text in a completion
-// batch makes the whole statement fail (completion_writer.h), so it is cleaned where it enters.
+// batch makes the whole statement fail (completion_writer.h), so it is cleaned where it becomes
+// a recorded reason (FailureReason, verdict.h).
 //
 // A pure function; safe from any thread.
 #pragma once

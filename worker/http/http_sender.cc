@@ -4,8 +4,6 @@
 
 #include <stdexcept>
 
-#include "storable_text.h"
-
 namespace bulkhead {
 namespace {
 
@@ -268,9 +266,7 @@ struct HttpSender::Transfer {
       outcome.error = HttpError::kBlocked;
       outcome.error_text = blocked;
     } else if (outcome.error != HttpError::kNone) {
-      // curl's buffer can echo bytes that are not UTF-8 (a peer's, a host name as typed): made
-      // storable here, where it enters, so that no result poisons a completion batch.
-      outcome.error_text = StorableText(error[0] != '\0' ? error : curl_easy_strerror(code));
+      outcome.error_text = error[0] != '\0' ? error : curl_easy_strerror(code);
     } else if (!outcome.delivered()) {
       outcome.error_text = "HTTP " + std::to_string(outcome.status);
     }

@@ -98,7 +98,8 @@ struct HttpOutcome {
   // 127.0.0.1 port 9 after 0 ms: Couldn't connect to server"), the guard's verdict for
   // kBlocked ("blocked: 10.0.0.5 is in a private range (10.0.0.0/8); add it to
   // allowed_networks to allow it"), "HTTP 503" for a complete non-2xx response; empty when
-  // delivered. curl's message is made StorableText (valid UTF-8, no NUL) as it is taken.
+  // delivered. curl's message is as curl wrote it: it may hold bytes that are not UTF-8, which
+  // FailureReason (verdict.h), the one way it is stored, makes StorableText.
   std::string error_text;
   std::chrono::microseconds duration{0};  // from the start of the transfer to its end
   size_t body_bytes = 0;                  // response body bytes read, at most the cap

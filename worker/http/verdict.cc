@@ -40,7 +40,9 @@ DeliveryOutcome ClassifyDelivery(const HttpOutcome& outcome, bool last_attempt) 
 std::string FailureReason(const HttpOutcome& outcome) {
   if (outcome.delivered()) return "";
   if (outcome.error == HttpError::kNone) return "HTTP " + std::to_string(outcome.status);
-  // The sender cleans curl's text already; this is the last gate before the text is stored.
+  // The one way an outcome's text reaches the database: curl's buffer can echo bytes that are
+  // not UTF-8 (a peer's, a host name as typed), and one such text would poison a completion
+  // batch, so it is made storable here.
   if (outcome.error == HttpError::kBlocked) return StorableText(outcome.error_text);
   return std::string(HttpErrorName(outcome.error)) + ": " + StorableText(outcome.error_text);
 }
