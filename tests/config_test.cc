@@ -348,6 +348,17 @@ TEST_F(ConfigTest, RefusesARepeatedKey) {
                 "repeated key");
 }
 
+// Regression (tier_fuzz in CI, a repeated key
+// "retryr5t{eworkersay3/128y36\nwo_aawrkostalled_after_ms"): the repeated-key refusal showed the
+// key raw, so a newline in it made the refusal two lines. It is shown as an unknown key is: escaped
+// and quoted.
+TEST_F(ConfigTest, ShowsARepeatedKeyWithAControlCharacterEscapedOnOneLine) {
+  ExpectRefused(Load("{}", R"({"wo\nrkers": 1, "wo\nrkers": 2})"), tier_file(), R"("wo\nrkers")",
+                "repeated key");
+  ExpectRefused(Load(R"({"no\u0007de": "a", "no\u0007de": "b"})"), config_file(), R"("no\u0007de")",
+                "repeated key");
+}
+
 TEST_F(ConfigTest, RefusesAMissingConfigFile) {
   ExpectRefused(LoadConfig(dir_ / "absent.json"), dir_ / "absent.json", "",
                 "cannot read: No such file or directory");

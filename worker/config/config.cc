@@ -20,6 +20,7 @@ using nlohmann::json;
 using config_rules::IsTierName;
 using config_rules::kTierNameRule;
 using config_rules::Shown;
+using config_rules::ShownKey;
 
 // A path in quotes, never cut short.
 std::string Quoted(const std::filesystem::path& path) { return json(path.string()).dump(); }
@@ -82,7 +83,7 @@ std::variant<json, ConfigError> ParseObject(const std::filesystem::path& path) {
         path.string(), "",
         "invalid JSON: " + (tag_end == std::string::npos ? what : what.substr(tag_end + 2))};
   } catch (const DuplicateKey& duplicate) {
-    return ConfigError{path.string(), duplicate.key, "repeated key"};
+    return ConfigError{path.string(), ShownKey(duplicate.key), "repeated key"};
   }
   if (!object.is_object()) {
     std::string type = object.type_name();

@@ -28,6 +28,16 @@ std::string Shown(const nlohmann::json& value) {
   return text.substr(0, cut) + "...";
 }
 
+// tier_fuzz found keys that broke a refusal in two, first unknown, then repeated.
+std::string ShownKey(const std::string& name) {
+  const bool plain = std::none_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  return plain
+             ? name
+             : nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace config_rules
 
 namespace {
@@ -35,6 +45,7 @@ namespace {
 using config_rules::IsTierName;
 using config_rules::kTierNameRule;
 using config_rules::Shown;
+using config_rules::ShownKey;
 using nlohmann::json;
 using Error = std::optional<ConfigError>;
 
@@ -432,14 +443,7 @@ Error Read(std::span<const ConfigKey<Options>> keys, std::span<const ConfigKey<O
     if (named(keys, name)) continue;
     std::string reason = "unknown key";
     if (named(other_keys, name)) reason += " here (it belongs in " + std::string(other_place) + ")";
-    // A key with a control character (a JSON "\n" in the name) is shown escaped and quoted, so
-    // that the refusal stays one line (tier_fuzz found a key that broke it in two); any other key
-    // is shown as written.
-    const bool plain = std::none_of(name.begin(), name.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-    return ConfigError{
-        "", plain ? name : json(name).dump(-1, ' ', false, json::error_handler_t::replace), reason};
+    return ConfigError{"", ShownKey(name), reason};
   }
   for (const ConfigKey<Options>& key : keys) {
     auto it = object.find(key.name);

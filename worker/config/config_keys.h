@@ -77,5 +77,9 @@ bool IsTierName(std::string_view name);
 // A value as the operator wrote it, cut short (on a UTF-8 character boundary) if long.
 std::string Shown(const nlohmann::json& value);
 
+// A key's name for a refusal: as written, unless it holds a control character (a JSON "\n" in
+// the name); then escaped and quoted, so the refusal stays one line.
+std::string ShownKey(const std::string& name);
+
 }  // namespace config_rules
 }  // namespace bulkhead
