@@ -182,5 +182,28 @@ TEST(CompletionWriterStall, TheDefaultIsAThousandFlushesButNoLessThanFiveSeconds
             std::chrono::seconds(20));
 }
 
+// Issue 16.7: what a crash repeats is bounded by what the writer holds unwritten. Claims wait
+// once one batch's worth of results is waiting or being written, not 20 batches' worth (10,000
+// at the defaults; one crash run repeated 726 deliveries). The rows are locked by another
+// session, so no write can finish while the test counts.
+TEST_F(CompletionWriterTest, ClaimsWaitOnceOneBatchOfResultsIsUnwritten) {
+  std::vector<ClaimedJob> jobs = Claimed(10);
+  ASSERT_EQ(jobs.size(), 10u);
+  auto locker = Connect();
+  pqxx::work lock(*locker);
+  lock.exec("SELECT id FROM bulkhead.jobs FOR UPDATE");
+  CompletionWriter::Options options = WriterOptions();
+  options.batch_size = 10;
+  CompletionWriter writer(options);
+  for (size_t i = 0; i + 1 < jobs.size(); ++i) writer.Add(Delivered(jobs[i]));
+  EXPECT_FALSE(writer.Saturated()) << "9 results unwritten, below one batch of 10";
+  writer.Add(Delivered(jobs.back()));
+  EXPECT_TRUE(writer.Saturated()) << "10 results unwritten, waiting or being written";
+  lock.abort();
+  ASSERT_TRUE(writer.Drain(std::chrono::seconds(10)));
+  EXPECT_FALSE(writer.Saturated());
+  EXPECT_EQ(Count("state = 'completed'"), 10);
+}
+
 }  // namespace
 }  // namespace bulkhead

@@ -60,7 +60,7 @@ bool CompletionWriter::Drain(std::chrono::milliseconds timeout) {
 
 bool CompletionWriter::Saturated() const {
   std::lock_guard lock(mu_);
-  return pending_.size() >= static_cast<size_t>(options_.batch_size) * 20;
+  return pending_.size() + writing_.size() >= static_cast<size_t>(options_.batch_size);
 }
 
 void CompletionWriter::HeldJobs(std::vector<int64_t>* jobs) const {

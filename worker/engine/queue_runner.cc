@@ -209,8 +209,10 @@ void QueueRunner::Run() {
     }
     bool due = more || wake_ || now >= next_poll;
     if (free > 0 && due && writer_.Saturated()) {
-      // Results are not being written fast enough: claiming more would only pile them up.
-      cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return stop_; });
+      // Results are not being written fast enough: claiming more would only pile them up,
+      // and what is unwritten is what a crash sends twice (CompletionWriter's bound). Looked
+      // at again every 2 ms: a batch takes a few ms to write, so the claims resume soon after.
+      cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return stop_; });
       continue;
     }
     if (free > 0 && due) {
