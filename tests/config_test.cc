@@ -106,7 +106,7 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   ASSERT_EQ(config.tiers.size(), 1u);
   const TierOptions& tier = config.tiers[0];
   EXPECT_EQ(tier.name, "default");
-  EXPECT_EQ(tier.workers, 20);
+  EXPECT_EQ(tier.workers, 200);
   EXPECT_EQ(tier.channel_share, 0.5);
   EXPECT_EQ(tier.tenant_share, 0.5);
   EXPECT_EQ(tier.failure_threshold, 5);
@@ -191,7 +191,7 @@ TEST_F(ConfigTest, ReadsEveryTierKey) {
 }
 
 // tiers/ beside tests/, found from this source file: no build-time path needed.
-TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
+TEST(ShippedTiers, LoadWithTwoHundredDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
   const fs::path dir = fs::path(__FILE__).parent_path().parent_path() / "tiers";
   auto result = LoadTiers(dir, {});
   ASSERT_TRUE(std::holds_alternative<std::vector<TierOptions>>(result))
@@ -201,7 +201,7 @@ TEST(ShippedTiers, LoadWithTwentyDefaultAndFiveBulkWorkersAndSpellOutEveryKey) {
   EXPECT_EQ(tiers[0].name, "bulk");
   EXPECT_EQ(tiers[0].workers, 5);
   EXPECT_EQ(tiers[1].name, "default");
-  EXPECT_EQ(tiers[1].workers, 20);
+  EXPECT_EQ(tiers[1].workers, 200);
   for (const TierOptions& tier : tiers) {
     SCOPED_TRACE(tier.name);
     EXPECT_EQ(tier.channel_share, 0.5);
@@ -260,7 +260,7 @@ TEST_F(ConfigTest, ServesEveryTierFileSortedByNameWhenTiersIsAbsentOrEmpty) {
     EXPECT_EQ(config.tiers[0].name, "bulk");
     EXPECT_EQ(config.tiers[0].workers, 5);
     EXPECT_EQ(config.tiers[1].name, "default");
-    EXPECT_EQ(config.tiers[1].workers, 20);
+    EXPECT_EQ(config.tiers[1].workers, 200);
     EXPECT_EQ(config.tiers[2].name, "gold");
     EXPECT_EQ(config.tiers[2].workers, 40);
   }

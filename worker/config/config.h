@@ -49,7 +49,7 @@ struct TierOptions {
   std::string name;
 
   // Deliveries in flight at once for this tier, per node. 1..10000.
-  int workers = 20;
+  int workers = 200;
 
   // Share of `workers` one channel may hold on a node. (0, 1]; 1 is no cap. The cap is
   // floor(share × workers), at least 1 and at most workers − 1 (CapLedger).

@@ -3,7 +3,7 @@
 // its demotion.
 //
 // The caps. With `workers` slots, a channel may hold channel_share × workers of them and a
-// tenant tenant_share × workers (both default 0.5: 10 of the default tier's 20), rounded down,
+// tenant tenant_share × workers (both default 0.5: 100 of the default tier's 200), rounded down,
 // at least 1 and, unless the share is 1 (no cap), at most workers − 1, so that one channel or
 // tenant never takes the last slot — the rule of seed 000 (a recipient gets at most
 // min(8, global − 1) slots). The tenant cap is what stops a tenant with a hundred channels on
