@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 namespace bulkhead {
 namespace {
@@ -78,13 +79,36 @@ TEST(CapLedger, LimitsCarryTheCountsAndRefillOnlyDemotedChannelsWithRoom) {
 }
 
 TEST(CapLedger, ATenantsDemotionRefillsItsChannels) {
-  CapLedger ledger({5, 2});
+  CapLedger ledger({5, 3});
   ledger.Add(1, 100);
   ledger.Add(2, 100);
   EXPECT_TRUE(ledger.DemoteTenantDue(100, CapLedger::Clock::time_point{} + 1h));
   auto refill = ledger.Limits().refill;
   std::sort(refill.begin(), refill.end());
   EXPECT_EQ(refill, (std::vector<int64_t>{1, 2}));
+}
+
+// Every row the refill takes is locked, so a channel takes no more than its share of its
+// tenant's room: a tenant of 20 demoted channels had 891 rows locked for the 91 its cap let
+// through. A tenant at its cap is not refilled at all.
+TEST(CapLedger, ARefilledChannelTakesAtMostItsShareOfItsTenantsRoom) {
+  CapLedger ledger({100, 100});
+  const auto now = CapLedger::Clock::time_point{} + 1h;
+  for (int64_t channel = 1; channel <= 4; ++channel) {
+    for (int i = 0; i < 20; ++i) ledger.Add(channel, 100);  // tenant 100: 80 of 100, room 20
+  }
+  ledger.Add(5, 200);                               // tenant 200: 1 of 100, room 99, one channel
+  for (int i = 0; i < 99; ++i) ledger.Add(6, 300);  // tenant 300: 99 of 100
+  ledger.Add(7, 300);                               // ... and 100: at its cap
+  ASSERT_TRUE(ledger.DemoteTenantDue(100, now));
+  ASSERT_TRUE(ledger.DemoteTenantDue(200, now));
+  ASSERT_TRUE(ledger.DemoteTenantDue(300, now));
+  ClaimLimits limits = ledger.Limits();
+  ASSERT_EQ(limits.refill.size(), limits.refill_room.size());
+  std::map<int64_t, int> room;
+  for (size_t i = 0; i < limits.refill.size(); ++i) room[limits.refill[i]] = limits.refill_room[i];
+  // 20 over 4 channels: 5 each, not 80 each; 99 for the lone channel; none for tenant 300.
+  EXPECT_EQ(room, (std::map<int64_t, int>{{1, 5}, {2, 5}, {3, 5}, {4, 5}, {5, 99}}));
 }
 
 TEST(CapLedger, AnEndedJobOfADemotedChannelOpensASlotForItsBacklog) {

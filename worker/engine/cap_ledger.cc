@@ -131,6 +131,14 @@ ClaimLimits CapLedger::Limits() const {
   limits.channel_cap = caps_.channel;
   limits.tenant_cap = caps_.tenant;
   limits.channels_in_flight.reserve(channels_.size());
+  struct Refill {
+    int64_t channel;
+    int room;    // the channel's own
+    int tenant;  // index into tenant_room, or -1 (tenant unknown: no tenant bound)
+  };
+  std::vector<Refill> refill;
+  std::vector<std::pair<int, int>> tenant_room;  // room left, refill channels of the tenant
+  std::unordered_map<int64_t, int> tenant_index;
   for (const auto& [id, c] : channels_) {
     // The claim knows one channel cap; a failing channel's cap of 1 is passed as a count in
     // flight that leaves it room for one job at most.
@@ -138,11 +146,31 @@ ClaimLimits CapLedger::Limits() const {
     if (counted > 0) limits.channels_in_flight.emplace_back(id, counted);
     if (c.n >= ChannelCap(c)) continue;
     bool tenant_demoted = false;
+    int tenant = -1;
     if (auto t = tenant_of_.find(id); t != tenant_of_.end()) {
       auto tc = tenants_.find(t->second);
       tenant_demoted = tc != tenants_.end() && tc->second.demoted;
+      const int room = caps_.tenant - (tc != tenants_.end() ? tc->second.n : 0);
+      if (room <= 0) continue;  // its tenant is at its cap: nothing of it may be claimed
+      auto [it, added] = tenant_index.emplace(t->second, static_cast<int>(tenant_room.size()));
+      if (added) tenant_room.emplace_back(room, 0);
+      tenant = it->second;
     }
-    if (c.demoted || tenant_demoted) limits.refill.push_back(id);
+    if (!c.demoted && !tenant_demoted) continue;
+    refill.push_back({id, ChannelCap(c) - c.n, tenant});
+    if (tenant >= 0) ++tenant_room[tenant].second;
+  }
+  // A tenant's room is shared among its refilled channels (rounded up, at least 1 each): each
+  // row the refill takes is locked, and locking every channel's own room for a tenant of many
+  // channels locked 891 rows to claim 91 (docs/caps.md, "Refill").
+  for (const Refill& r : refill) {
+    int room = r.room;
+    if (r.tenant >= 0) {
+      const auto [left, channels] = tenant_room[r.tenant];
+      room = std::min(room, std::max(1, (left + channels - 1) / channels));
+    }
+    limits.refill.push_back(r.channel);
+    limits.refill_room.push_back(room);
   }
   for (const auto& [id, c] : tenants_) {
     if (c.n > 0) limits.tenants_in_flight.emplace_back(id, c.n);

@@ -93,7 +93,10 @@ class CapLedger {
   bool DemoteTenantDue(int64_t tenant, Clock::time_point now);
 
   // What the next claim must respect: counts in flight and the caps, plus the channels to
-  // refill directly — those in flight here whose backlog (or tenant's) was demoted, with room.
+  // refill directly — those in flight here whose backlog (or tenant's) was demoted, with room
+  // of their own and in their tenant — each with the most it may take: its own room, and no
+  // more than its share of its tenant's room (split evenly among the tenant's refilled
+  // channels, rounded up).
   ClaimLimits Limits() const;
 
   int in_flight(int64_t channel) const;

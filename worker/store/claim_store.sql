@@ -75,9 +75,13 @@ SELECT d.*
 --   (QueueRunner), so at most about a second of its enqueues lies in the fresh range. The
 --   demoted and unparked scans keep the filter after their window: a demoted backlog can be
 --   100,000 rows, and a capped channel's rows there cost a claim at most the window.
--- - Refill ($10): channels this node demoted and still runs get their next jobs through
+-- - Refill ($10, $11): channels this node demoted and still runs get their next jobs through
 --   jobs_channel_available, so a busy channel below its cap is refilled even when its jobs lie
---   beyond the window behind another capped channel's backlog.
+--   beyond the window behind another capped channel's backlog. Each takes at most its room
+--   $11, which the runner bounds by the channel's share of its tenant's room (CapLedger):
+--   every row taken here is locked, a write to its tuple, and with only the channel's own
+--   room as the bound, a tenant of 20 demoted channels had 891 rows locked for the 91 its
+--   cap let through (auto_explain, a claim of 4–5 ms; docs/caps.md, "Refill").
 -- - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
 --   in the way however many there are.
 -- - The breaker is checked here, in the same statement, against the committed channel row:
@@ -102,7 +106,7 @@ WITH flying AS (
    LIMIT $2
 ), refill AS (
   SELECT next.*
-    FROM unnest($10::bigint[]) AS c(channel_id)
+    FROM unnest($10::bigint[], $11::int[]) AS c(channel_id, room)
     LEFT JOIN flying f USING (channel_id)
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
@@ -110,7 +114,7 @@ WITH flying AS (
           WHERE j.channel_id = c.channel_id AND j.state = 'available' AND j.queue = $1
             AND j.scheduled_at <= now()
           ORDER BY j.priority, j.scheduled_at, j.id
-          LIMIT greatest(least($8 - coalesce(f.n, 0), $2), 0)
+          LIMIT greatest(least($8 - coalesce(f.n, 0), c.room, $2), 0)
             FOR UPDATE SKIP LOCKED) AS next
 ), candidates AS (
   SELECT DISTINCT ON (id) *
