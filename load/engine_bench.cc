@@ -13,9 +13,16 @@
 //               from a demoted backlog (priority 2: a channel or tenant reached its cap).
 //               --old-secrets N (0) gives every channel N old secrets in their rotation window
 //               (migration 0004), so that every claimed row signs with N + 1 secrets.
-//   latency     start a node, then enqueue --rate (50) deliveries a second for --seconds (20),
-//               each in its own transaction; the latency of one delivery is the time from its
-//               COMMIT returning to the receiver reading the request. Prints p50/p95/p99/max.
+//   latency     start a node (the shipped tier's workers unless --workers), then enqueue
+//               --rate (50) deliveries a second for --seconds (20), each in its own
+//               transaction; the latency of one delivery is the time from its COMMIT returning
+//               to the receiver reading the request. Prints p50/p95/p99/max, the rows
+//               executing (250 ms samples) and the node's peak memory. --background N first
+//               enqueues a burst of N deliveries over 20 channels of --background-tenants (1)
+//               other tenants, whose endpoint answers after --background-delay-ms (0): the
+//               node is busy with them throughout (it prints how many still waited when the
+//               traffic ended), and with a delay, N requests can be held in flight at once
+//               (the tier's request_timeout_ms is then raised to the delay + 10 s).
 //   isolation   the caps alone against two offenders (the breaker kept out of the way:
 //               failure_threshold 1000, slow_call_ms 3600000; request_timeout_ms 10000), on
 //               tier default with --workers (20) slots. Tenants: `healthy`, one channel whose
@@ -81,7 +88,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
-    "[--seconds N] [--rounds N] [--old-secrets N]\n";
+    "[--seconds N] [--rounds N] [--old-secrets N] [--background N] [--background-tenants N] "
+    "[--background-delay-ms N]\n";
 
 struct Args {
   std::string mode;
@@ -96,6 +104,9 @@ struct Args {
   int seconds = 0;                          // 0: the mode's default (latency 20, isolation 10)
   int rounds = 10;                          // churn: rounds of `jobs` deliveries
   int old_secrets = 0;                      // throughput: old secrets per channel
+  int background = 0;                       // latency: a busy tenant's burst, enqueued first
+  int background_tenants = 1;               // latency: the busy tenants (20 channels in all)
+  int background_delay_ms = 0;              // latency: how long the busy endpoints take
 };
 
 int Usage(const std::string& message) {
@@ -103,16 +114,17 @@ int Usage(const std::string& message) {
   return 2;
 }
 
-// `n` channels to `url`; channel i belongs to tenant i mod `tenants` (0: a tenant each).
+// `n` channels to `url`; channel i belongs to tenant i mod `tenants` (0: a tenant each), the
+// tenants named `prefix` + their number.
 std::vector<int64_t> MakeChannels(pqxx::connection& conn, int n, const std::string& url,
-                                  int tenants = 0) {
+                                  int tenants = 0, const std::string& prefix = "bench-") {
   if (tenants <= 0) tenants = n;
   std::vector<int64_t> channels, tenant_ids;
   pqxx::work tx(conn);
   for (int i = 0; i < tenants; ++i) {
     tenant_ids.push_back(
         tx.exec_params1("INSERT INTO bulkhead.tenants (name) VALUES ($1) RETURNING id",
-                        "bench-" + std::to_string(i))[0]
+                        prefix + std::to_string(i))[0]
             .as<int64_t>());
   }
   for (int i = 0; i < n; ++i) {
@@ -155,14 +167,14 @@ void EnqueueBurst(pqxx::connection& conn, const std::vector<int64_t>& channels, 
   conn.unprepare("burst");
 }
 
-// tiers/default.json as shipped, with the keys the bench varies overridden: `workers` (--workers)
-// and both shares, `channel_share` and `tenant_share` (--share; 1: no caps). Every other key is
-// the shipped file's.
+// tiers/default.json as shipped, with the keys the bench varies overridden: `workers` (--workers;
+// 0 keeps the shipped value) and both shares, `channel_share` and `tenant_share` (--share; 1: no
+// caps). Every other key is the shipped file's.
 nlohmann::json Tier(int workers, double share = 0.5) {
   nlohmann::json tier = bulkhead::testing::ShippedTier("default");
-  tier["workers"] = workers;      // override: --workers
-  tier["channel_share"] = share;  // override: --share
-  tier["tenant_share"] = share;   // override: --share
+  if (workers > 0) tier["workers"] = workers;  // override: --workers (0: as shipped)
+  tier["channel_share"] = share;               // override: --share
+  tier["tenant_share"] = share;                // override: --share
   return tier;
 }
 
@@ -485,35 +497,102 @@ std::map<std::string, Clock::time_point> SteadyTraffic(pqxx::connection& conn, i
 
 int Latency(const Args& args) {
   Arrivals arrivals;
+  const auto busy_delay = std::chrono::milliseconds(args.background_delay_ms);
   HttpReceiver receiver([&](const bulkhead::testing::ReceivedRequest& r) {
-    arrivals.Record(r.headers.at("webhook-id"), Clock::now());
-    return bulkhead::testing::Reply{};
+    bulkhead::testing::Reply reply;
+    if (r.path.rfind("/busy", 0) == 0) {
+      reply.delay = busy_delay;
+    } else {
+      arrivals.Record(r.headers.at("webhook-id"), Clock::now());
+    }
+    return reply;
   });
   ResetSchema(args.database);
   pqxx::connection conn(args.database);
   int64_t channel = MakeChannels(conn, 1, receiver.Url("/fast"))[0];
+  nlohmann::json tier = Tier(args.workers);
+  if (args.background > 0) {
+    std::vector<int64_t> busy =
+        MakeChannels(conn, 20, receiver.Url("/busy"), args.background_tenants, "busy-");
+    EnqueueBurst(conn, busy, args.background);
+    pqxx::nontransaction tx(conn);
+    tx.exec("VACUUM ANALYZE bulkhead.jobs");
+    // A held request must outlive the run, not time out: the request timeout is raised past
+    // the busy endpoints' delay (the one key overridden for this, and only when it is needed).
+    tier["request_timeout_ms"] = std::max(tier["request_timeout_ms"].get<int64_t>(),
+                                          static_cast<int64_t>(args.background_delay_ms) + 10000);
+  }
   const std::string load_before = LoadAverage();
   NodeProcess node(
       {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
-      {{"default", Tier(20)}});
+      {{"default", tier}});
   node.Start(args.database);
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // let it start and go idle
+  // Idle, let it start and go idle; with a background, let it fill its slots with the burst.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
 
+  // Sampled every 250 ms while the traffic runs: the rows executing (in flight, or delivered
+  // and not yet written) and the node's memory.
+  std::atomic<bool> sampling{true};
+  int64_t max_executing = 0, min_executing = std::numeric_limits<int64_t>::max();
+  double peak_mib = 0;
+  std::thread sampler([&] {
+    pqxx::connection watch(args.database);
+    while (sampling.load()) {
+      pqxx::work tx(watch);
+      const int64_t n =
+          tx.exec1("SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing'")[0].as<int64_t>();
+      tx.commit();
+      max_executing = std::max(max_executing, n);
+      min_executing = std::min(min_executing, n);
+      peak_mib = bulkhead::testing::ReadProcessUsage(node.pid()).peak_rss_mib;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  });
   const int total = args.rate * args.seconds;
   auto committed = SteadyTraffic(conn, channel, args.rate, args.seconds);
-  receiver.WaitForRequests(total, std::chrono::seconds(30));
+  int64_t background_left = 0;
+  {
+    pqxx::work tx(conn);
+    background_left = tx.exec1(
+                            "SELECT count(*) FROM bulkhead.jobs WHERE state = 'available' "
+                            "AND channel_id <> " +
+                            std::to_string(channel))[0]
+                          .as<int64_t>();
+  }
+  arrivals.WaitFor(committed, std::chrono::seconds(30));
+  sampling = false;
+  sampler.join();
+  const double cpu_s = bulkhead::testing::ReadProcessUsage(node.pid()).cpu_s;
+  const std::string load_after = LoadAverage();
   node.Signal(SIGTERM);
-  node.Wait(std::chrono::seconds(30));
+  node.Wait(std::chrono::seconds(60));
 
   Latencies l = arrivals.Of(committed);
   std::printf(
-      "latency: %d deliveries at %d/s, each enqueued in its own transaction, one node\n"
+      "latency: %d deliveries at %d/s, each enqueued in its own transaction, one node, %d "
+      "workers\n",
+      total, args.rate, tier["workers"].get<int>());
+  if (args.background > 0) {
+    std::printf(
+        "  beside a background of %d deliveries over 20 channels of %d other tenant(s), "
+        "enqueued before the node started, their endpoint answering after %d ms\n"
+        "  background still waiting when the traffic ended: %lld (0: the node was not "
+        "saturated the whole time)\n",
+        args.background, args.background_tenants, args.background_delay_ms,
+        static_cast<long long>(background_left));
+  }
+  std::printf(
       "  received %zu of %d\n"
       "  commit -> request at the receiver: p50 %s, p95 %s, p99 %s, max %s\n"
+      "  rows executing during the traffic (250 ms samples): %lld to %lld\n"
+      "  node peak resident memory %.1f MiB, CPU %.2f s since start\n"
       "  load average (1, 5, 15 min) before %s, after %s\n",
-      total, args.rate, l.received, total, FormatMs(l.Percentile(0.50)).c_str(),
-      FormatMs(l.Percentile(0.95)).c_str(), FormatMs(l.Percentile(0.99)).c_str(),
-      FormatMs(l.Max()).c_str(), load_before.c_str(), LoadAverage().c_str());
+      l.received, total, FormatMs(l.Percentile(0.50)).c_str(), FormatMs(l.Percentile(0.95)).c_str(),
+      FormatMs(l.Percentile(0.99)).c_str(), FormatMs(l.Max()).c_str(),
+      static_cast<long long>(min_executing == std::numeric_limits<int64_t>::max() ? 0
+                                                                                  : min_executing),
+      static_cast<long long>(max_executing), peak_mib, cpu_s, load_before.c_str(),
+      load_after.c_str());
   return l.received == static_cast<size_t>(total) ? 0 : 1;
 }
 
@@ -807,6 +886,12 @@ int main(int argc, char** argv) {
         args.seconds = std::stoi(value);
       } else if (key == "--rounds") {
         args.rounds = std::stoi(value);
+      } else if (key == "--background") {
+        args.background = std::stoi(value);
+      } else if (key == "--background-tenants") {
+        args.background_tenants = std::stoi(value);
+      } else if (key == "--background-delay-ms") {
+        args.background_delay_ms = std::stoi(value);
       } else if (key == "--old-secrets") {
         args.old_secrets = std::stoi(value);
         if (args.old_secrets < 0 || args.old_secrets > 10) {
@@ -819,12 +904,15 @@ int main(int argc, char** argv) {
   } catch (const std::logic_error&) {
     return Usage("a value is not a number");
   }
-  if (args.workers == 0)
+  // latency keeps the shipped tier's workers unless --workers is given.
+  if (args.workers == 0 && args.mode != "latency")
     args.workers = args.mode == "throughput" || args.mode == "churn" ? 200 : 20;
   if (args.seconds == 0) args.seconds = args.mode == "latency" ? 20 : 10;
   if (args.database.empty()) return Usage("--database is required");
-  if (args.jobs < 1 || args.channels < 1 || args.tenants < 0 || args.workers < 1 || args.rate < 1 ||
-      args.seconds < 1 || args.rounds < 1) {
+  if (args.jobs < 1 || args.channels < 1 || args.tenants < 0 || args.workers < 0 ||
+      (args.workers == 0 && args.mode != "latency") || args.rate < 1 || args.seconds < 1 ||
+      args.rounds < 1 || args.background < 0 || args.background_tenants < 1 ||
+      args.background_delay_ms < 0) {
     return Usage("a count is out of range");
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);
