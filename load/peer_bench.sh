@@ -33,9 +33,10 @@
 #   PEER_BENCH_PGBOSS_WORKERS  pg-boss work() calls per process (1); must divide 32 and 400
 #   PEER_BENCH_SKIP_SETUP      1: do not run ./setup.sh (the build in build/bin/ is used as is)
 #
-# What it does. ./setup.sh (packages and the build); Node.js and npm from Debian's packages if
-# `node` or `npm` is missing; `npm ci` of load/peer/package.json and its package-lock.json
-# (graphile-worker 0.16.6, pg-boss 10.4.2) into .run/peer-npm/; a throwaway PostgreSQL
+# What it does. ./setup.sh (packages and the build); Debian's nodejs or npm package for
+# whichever of `node` and `npm` is missing; `npm ci` of load/peer/package.json and its
+# package-lock.json (graphile-worker 0.16.6, pg-boss 10.4.2) into .run/peer-npm/, again only
+# when the lock file changed; a throwaway PostgreSQL
 # (load/embedded_postgres.sh start .run/peer-pg: Unix socket, durability off); one
 # bulkhead-mock on a free loopback port. Then, case by case: a fresh database for the system
 # (peer_bulkhead, peer_graphile, peer_pgboss), its jobs enqueued, ANALYZE, the mock's counters
@@ -45,7 +46,7 @@
 # inside the clock for every system alike. Then the worker's peak RSS (VmHWM) and CPU time
 # are read from /proc, it is stopped with SIGTERM, and the case passes when every job succeeded
 # in the database and the mock answered 2xx to at least as many requests with distinct
-# webhook-ids. Every system POSTs the same ~200-byte JSON payload to /hook/<system> on the
+# webhook-ids. Every system POSTs the same ~220-byte JSON payload to /hook/<system> on the
 # mock, with ?delay_ms=100 for the 100 ms cases, over keep-alive connections.
 #
 #   Bulkhead: `bulkhead migrate up`; tenants and channels by SQL; the jobs by
@@ -151,14 +152,19 @@ for b in build/bin/bulkhead build/bin/bulkhead-mock; do
   [ -x "$b" ] || die "$b is missing: run ./setup.sh (or drop PEER_BENCH_SKIP_SETUP)"
 done
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+# Debian's packages for whichever of node and npm is missing (Debian 12's nodejs is 18: pg-boss
+# is then skipped).
+missing=()
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then as_root=(); elif command -v sudo >/dev/null 2>&1; then as_root=(sudo)
-  else die "node or npm is missing, and neither root nor sudo to install Debian's nodejs and npm"; fi
-  say "installing Debian's nodejs and npm (log in $run/apt.log)"
+  else die "${missing[*]} missing, and neither root nor sudo to install it"; fi
+  say "installing Debian's ${missing[*]} (log in $run/apt.log)"
   { bounded 900 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
     bounded 1800 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-      apt-get install -y -qq --no-install-recommends nodejs npm; } >"$run/apt.log" 2>&1 ||
-    { tail -n 20 "$run/apt.log" >&2; die "apt-get install nodejs npm failed"; }
+      apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$run/apt.log" 2>&1 ||
+    { tail -n 20 "$run/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
 fi
 node_version=$(node --version)
 node_major=$(node -p 'process.versions.node.split(".")[0]')

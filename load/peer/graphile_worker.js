@@ -15,12 +15,13 @@
 //
 // work runs graphile-worker's run() with --concurrency and maxPoolSize --pool (graphile-worker
 // advises a pool at least as large as the concurrency; the script caps it, since the embedded
-// PostgreSQL takes 200 connections), every other option at its default (LISTEN/NOTIFY, 2 s
-// poll when idle, no local queue or batched completions). The task POSTs JSON.stringify of
-// the payload (webhook_post.js) and throws on a non-2xx answer, which fails the job. Its log
-// keeps warnings and errors only: graphile-worker logs a line per completed job at info, and
-// Bulkhead logs none per delivery. It stops on SIGTERM (graphile-worker's own handler: it
-// finishes the jobs in flight, then exits).
+// PostgreSQL takes 200 connections), every other option at its default (LISTEN/NOTIFY, a 2 s
+// poll when idle; each of the concurrency loops fetches one job per query and completes it
+// with another). The task POSTs JSON.stringify of the payload (webhook_post.js) and throws on
+// a non-2xx answer, which fails the job. Its log keeps warnings and errors only:
+// graphile-worker logs a line per completed job at info, and Bulkhead logs none per delivery.
+// It stops on SIGTERM (graphile-worker's own handler: it finishes the jobs in flight, then
+// exits).
 'use strict';
 
 const { parseArgs } = require('node:util');
