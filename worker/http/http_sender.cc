@@ -1,17 +1,26 @@
 #include "http_sender.h"
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <stdexcept>
+#include <system_error>
 
 namespace bulkhead {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long one curl_multi_poll may sleep when nothing happens; libcurl shortens it to its own
-// next timeout, and Send wakes it, so this only bounds an idle loop's period.
+// How long one epoll_wait may sleep when libcurl has no timeout pending; Send and the destructor
+// wake it, so this only bounds an idle loop's period.
 constexpr int kIdlePollMs = 1000;
+// Ready sockets taken from epoll per turn; more wait for the next turn.
+constexpr int kEventsPerTurn = 256;
 
 struct EasyCleanup {
   void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
@@ -315,6 +324,21 @@ HttpSender::HttpSender() : HttpSender(Options()) {}
 
 HttpSender::HttpSender(Options options) : options_(Validated(options)), multi_(curl_multi_init()) {
   if (multi_ == nullptr) throw std::runtime_error("HttpSender: curl_multi_init failed");
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.fd = wake_fd_;
+  if (epoll_fd_ < 0 || wake_fd_ < 0 || epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake) != 0) {
+    const int error = errno;
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+    throw std::system_error(error, std::generic_category(), "HttpSender: epoll or eventfd");
+  }
+  curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETFUNCTION, &HttpSender::OnSocket);
+  curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETDATA, this);
+  curl_multi_setopt(multi_.get(), CURLMOPT_TIMERFUNCTION, &HttpSender::OnTimer);
+  curl_multi_setopt(multi_.get(), CURLMOPT_TIMERDATA, this);
   ResizeConnectionCache();
   io_thread_ = std::thread([this] { Run(); });
 }
@@ -324,9 +348,11 @@ HttpSender::~HttpSender() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  curl_multi_wakeup(multi_.get());
+  Wake();
   io_thread_.join();
   for (CURL* easy : spare_easy_) curl_easy_cleanup(easy);
+  close(wake_fd_);
+  close(epoll_fd_);
 }
 
 void HttpSender::Send(HttpRequest request, Callback done) {
@@ -335,11 +361,44 @@ void HttpSender::Send(HttpRequest request, Callback done) {
     std::lock_guard lock(mu_);
     queue_.push_back({std::move(request), std::move(done)});
   }
-  curl_multi_wakeup(multi_.get());
+  Wake();
+}
+
+void HttpSender::Wake() {
+  const uint64_t one = 1;
+  // EAGAIN means the counter is already non-zero: the I/O thread will wake anyway.
+  [[maybe_unused]] ssize_t written = write(wake_fd_, &one, sizeof(one));
+}
+
+int HttpSender::OnSocket(CURL*, curl_socket_t socket, int what, void* sender, void*) {
+  auto* self = static_cast<HttpSender*>(sender);
+  if (what == CURL_POLL_REMOVE) {
+    // curl removes a socket before it closes it; a closed one has left the set already.
+    epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, socket, nullptr);
+    return 0;
+  }
+  epoll_event event{};
+  event.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+  event.data.fd = socket;
+  // A socket curl watches already changes what it waits for; a new one (or a number reused
+  // after a close) is added.
+  if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_MOD, socket, &event) != 0 && errno == ENOENT) {
+    epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, socket, &event);
+  }
+  return 0;
+}
+
+int HttpSender::OnTimer(CURLM*, long timeout_ms, void* sender) {
+  auto* self = static_cast<HttpSender*>(sender);
+  self->timer_due_ = timeout_ms < 0 ? Clock::time_point::max()
+                                    : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
 }
 
 void HttpSender::Run() {
   std::vector<Pending> batch;
+  epoll_event events[kEventsPerTurn];
+  int running = 0;
   while (true) {
     {
       std::lock_guard lock(mu_);
@@ -349,13 +408,33 @@ void HttpSender::Run() {
     for (auto& pending : batch) Start(std::move(pending));
     batch.clear();
 
-    int running = 0;
-    curl_multi_perform(multi_.get(), &running);
-    FinishDone();
-    if (curl_multi_poll(multi_.get(), nullptr, 0, kIdlePollMs, nullptr) != CURLM_OK) {
-      // Only out of memory or a broken wakeup pipe gets here; back off rather than spin.
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    int wait_ms = kIdlePollMs;
+    if (timer_due_ != Clock::time_point::max()) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(timer_due_ - Clock::now()).count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, kIdlePollMs));
     }
+    const int ready = epoll_wait(epoll_fd_, events, kEventsPerTurn, wait_ms);
+    for (int i = 0; i < ready; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd_) {
+        uint64_t count = 0;
+        [[maybe_unused]] ssize_t got = read(wake_fd_, &count, sizeof(count));
+        continue;
+      }
+      const uint32_t e = events[i].events;
+      const int flags = (e & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                        (e & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                        (e & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+      curl_multi_socket_action(multi_.get(), fd, flags, &running);
+    }
+    // libcurl's timeouts (connect and request timeouts, its own retries, a handle just added)
+    // are due whatever the sockets did: a busy loop must not starve them.
+    if (Clock::now() >= timer_due_) {
+      timer_due_ = Clock::time_point::max();  // one-shot: OnTimer sets the next one
+      curl_multi_socket_action(multi_.get(), CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    FinishDone();
   }
   CancelAll();
 }

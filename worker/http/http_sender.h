@@ -1,13 +1,16 @@
 // HttpSender: sends webhook POSTs, many at once, on one I/O thread of its own.
 //
 // Every request is a libcurl easy handle on one multi handle, driven by one thread that the
-// sender owns (curl_multi_perform + curl_multi_poll). A request that hangs holds a socket and a
-// few kilobytes, never a thread: thousands in flight cost thousands of file descriptors (raise
-// RLIMIT_NOFILE in main) and nothing else. Connections are kept alive and reused across
-// requests to the same host through the multi handle's connection cache.
+// sender owns: libcurl tells it which sockets to watch (CURLMOPT_SOCKETFUNCTION) and when its
+// next timeout is due (CURLMOPT_TIMERFUNCTION); the thread waits in epoll and hands each ready
+// socket to curl_multi_socket_action. A request that hangs holds a socket and a few kilobytes,
+// never a thread: thousands in flight cost thousands of file descriptors (raise RLIMIT_NOFILE
+// in main) and nothing else. Connections are kept alive and reused across requests to the same
+// host through the multi handle's connection cache.
 //
 // Threads: Send() and in_flight() may be called from any thread, concurrently. Send never
-// touches the network: it queues the request and wakes the I/O thread (curl_multi_wakeup).
+// touches the network: it queues the request and wakes the I/O thread (an eventfd in its epoll
+// set).
 // Every callback runs exactly once, on the I/O thread; it must not block or throw, since it
 // holds up every other request's progress — hand the outcome to another thread's queue. A
 // callback may call Send. The destructor stops the I/O thread; before it returns, every queued
@@ -19,10 +22,12 @@
 // requests in flight: the caller does (a worker holds a slot per delivery).
 //
 // Trade-offs of the design:
-// - One thread. Each turn of the loop costs O(requests in flight): curl_multi_poll polls every
-//   socket and curl_multi_perform visits every transfer. That is cheap next to HTTP at a few
-//   thousand in flight and buys simple ownership (no locks on curl state); past ~10,000 in
-//   flight the right move is curl_multi_socket_action on epoll, not more threads. Callbacks
+// - One thread, woken by the sockets that are ready. A turn of the loop costs what its ready
+//   sockets cost, not what is in flight: 10,000 requests held open by a slow endpoint cost
+//   epoll nothing until they answer. (The first design, curl_multi_perform + curl_multi_poll,
+//   polled every socket each turn: with 10,000 held open the node spent most of a core in
+//   sock_poll and tcp_poll, and a healthy tenant's pick-up p50 went from 7 to 25 ms; perf,
+//   docs/benchmarks.md.) One thread buys simple ownership: no locks on curl state. Callbacks
 //   share the thread, so their cost is paid by everyone's latency.
 // - HTTP/1.1 only, one connection per request in flight. HTTP/2 would multiplex many requests
 //   on one connection, so a stalled connection (a dead peer, exhausted flow control) would fail
@@ -163,7 +168,12 @@ class HttpSender {
     void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
   };
 
-  void Run();                   // the I/O thread
+  void Run();   // the I/O thread
+  void Wake();  // any thread: the I/O thread's epoll_wait returns
+  // libcurl's socket and timer callbacks (I/O thread, inside curl_multi_socket_action or
+  // curl_multi_add_handle): watch `socket` for `what`, and the next timeout.
+  static int OnSocket(CURL* easy, curl_socket_t socket, int what, void* sender, void* per_socket);
+  static int OnTimer(CURLM* multi, long timeout_ms, void* sender);
   void Start(Pending pending);  // queued -> on the wire, or completed at once
   void FinishDone();            // completes every transfer curl reports done
   void CancelAll();             // completes everything with kCancelled
@@ -173,8 +183,12 @@ class HttpSender {
 
   // Constant after construction
   const Options options_;
-  // curl_multi_wakeup may be called from any thread; every other use is the I/O thread's.
+  // Only the I/O thread uses it (and the constructor, before the thread starts).
   const std::unique_ptr<CURLM, MultiCleanup> multi_;
+  // The I/O thread's epoll set (the sockets libcurl asks for, and wake_fd_), and an eventfd any
+  // thread may write to wake it. Closed by the destructor after the thread has ended.
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
 
   // Guarded by mu_
   std::mutex mu_;
@@ -189,6 +203,8 @@ class HttpSender {
   // Easy handles of finished transfers, kept for the next ones (curl_easy_reset): making a
   // handle and its buffers for every request cost more CPU than the request itself.
   std::vector<CURL*> spare_easy_;
+  // When libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) next; max(): not at all.
+  std::chrono::steady_clock::time_point timer_due_ = std::chrono::steady_clock::time_point::max();
 
   std::thread io_thread_;  // last: starts once every field above exists
 };
