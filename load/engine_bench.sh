@@ -5,6 +5,19 @@
 #   load/engine_bench.sh throughput      # only the burst (ENGINE_BENCH_JOBS, _CHANNELS, _WORKERS,
 #                                        # _SHARE: 0.5 as shipped, 1 for no caps)
 #   load/engine_bench.sh latency         # only the latency run (ENGINE_BENCH_RATE, _SECONDS)
+#   load/engine_bench.sh latency-busy    # the latency run while another tenant's burst of
+#                                        # ENGINE_BENCH_BACKGROUND (300,000) deliveries to an
+#                                        # endpoint that answers at once keeps the node (and the
+#                                        # machine's CPU) busy throughout
+#   load/engine_bench.sh latency-slots   # the same beside a burst (100,000) to an endpoint that
+#                                        # answers after 100 ms: the other tenant holds its cap
+#                                        # of the worker slots throughout
+#   load/engine_bench.sh inflight        # the latency run on a tier of 10,000 workers while
+#                                        # 10,000 requests of 4 other tenants are held open for
+#                                        # 40 s: the node's memory and the claim with 10,000 in
+#                                        # flight
+#   load/engine_bench.sh caps-lone       # the caps' cost for a lone tenant: the caps-cost burst
+#                                        # over 20 channels of one tenant, share 0.5 and 1
 #   load/engine_bench.sh caps-cost       # the caps' cost when nothing is broken: the burst over
 #                                        # 20 channels (a tenant each) with share 0.5 and 1 in
 #                                        # turn, ENGINE_BENCH_PAIRS (3) times each, 50,000 jobs
@@ -194,9 +207,25 @@ for mode in $modes; do
     latency)
       "$bench" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" ;;
+    latency-busy)
+      "$bench" latency --database "$db" \
+        --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
+        --background "${ENGINE_BENCH_BACKGROUND:-300000}" ;;
+    latency-slots)
+      "$bench" latency --database "$db" \
+        --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
+        --background "${ENGINE_BENCH_BACKGROUND:-100000}" --background-delay-ms 100 ;;
+    inflight)
+      "$bench" latency --database "$db" \
+        --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
+        --workers 10000 --background 10000 --background-tenants 4 \
+        --background-delay-ms 40000 ;;
     caps-cost)
       side_by_side "caps-cost (20 channels, 20 tenants, 200 workers)" 50000 \
         --channels 20 --workers 200 ;;
+    caps-lone)
+      side_by_side "caps-lone (20 channels, 1 tenant, 200 workers)" 50000 \
+        --channels 20 --tenants 1 --workers 200 ;;
     caps-bind)
       side_by_side "caps-bind (2 channels, 1 tenant, 200 workers)" 20000 \
         --channels 2 --tenants 1 --workers 200 ;;
@@ -215,7 +244,8 @@ for mode in $modes; do
       echo
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, caps-cost, caps-bind, metrics-cost, binary-swap, rotation-cost," \
+         "(throughput, latency, latency-busy, latency-slots, inflight, caps-cost, caps-lone," \
+         "caps-bind, metrics-cost, binary-swap, rotation-cost," \
          "isolation, churn)" >&2; exit 2 ;;
   esac
   echo
