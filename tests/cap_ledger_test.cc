@@ -183,5 +183,52 @@ TEST(CapLedgerFailing, TheMarkIsForgottenAMinuteAfterTheLastFailure) {
   EXPECT_EQ(ledger.tracked(), 0u);
 }
 
+// Slow start (issue 16): a channel's window starts at 10, grows by one with each quick answer up
+// to its cap, and starts again after a failure; a window is remembered for 10 s at 0 in flight.
+TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
+  CapLedger ledger(CapLedger::For(200, 0.5, 0.5));
+  EXPECT_EQ(ledger.caps().channel, 100);
+  EXPECT_EQ(ledger.caps().first_window, 10);
+  auto window_of = [&](int64_t channel) {
+    ClaimLimits limits = ledger.Limits();
+    for (size_t i = 0; i < limits.channels_in_flight.size(); ++i) {
+      if (limits.channels_in_flight[i].first == channel) return limits.channel_windows[i];
+    }
+    return limits.first_window;  // no record: the first window
+  };
+  for (int i = 0; i < 10; ++i) ledger.Add(1, 100);
+  EXPECT_EQ(window_of(1), 10);
+  EXPECT_TRUE(ledger.Remove(1, 100)) << "at its window: a slot opened for it";
+  ledger.Add(1, 100);
+  for (int i = 0; i < 5; ++i) ledger.Succeeded(1);
+  EXPECT_EQ(window_of(1), 15);
+  EXPECT_EQ(ledger.Limits().channel_cap, 100) << "the cap is unchanged";
+  for (int i = 0; i < 200; ++i) ledger.Succeeded(1);
+  EXPECT_EQ(window_of(1), 100) << "never past the cap";
+
+  const auto now = CapLedger::Clock::time_point{} + 1h;
+  ledger.Failed(1, 100, now);
+  EXPECT_EQ(window_of(1), 100) << "failing: passed as its cap, with 99 counted in flight";
+  EXPECT_EQ(ledger.Limits().channels_in_flight[0].second, 10 + 99);
+  ledger.Succeeded(1);
+  EXPECT_EQ(window_of(1), 11) << "after a failure it starts again from the first window";
+
+  // All ten end: the grown window stays for 10 s at 0 in flight, then goes.
+  for (int i = 0; i < 10; ++i) ledger.Remove(1, 100);
+  ledger.Forget(now);
+  EXPECT_EQ(window_of(1), 11);
+  ledger.Forget(now + 9s);
+  EXPECT_EQ(window_of(1), 11);
+  ledger.Forget(now + 10s);
+  EXPECT_EQ(window_of(1), 10);
+  EXPECT_EQ(ledger.tracked(), 0u);
+}
+
+TEST(CapLedger, NoSlowStartWithoutCaps) {
+  CapLedger ledger(CapLedger::For(200, 1.0, 1.0));
+  EXPECT_EQ(ledger.caps().first_window, 0);
+  EXPECT_EQ(ledger.Limits().first_window, 0);
+}
+
 }  // namespace
 }  // namespace bulkhead

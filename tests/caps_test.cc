@@ -97,6 +97,28 @@ TEST_F(CapsTest, AChannelAtItsCapIsLeftOutAndOthersAreClaimed) {
             (std::map<int64_t, int>{{busy, 2}}));
 }
 
+// Slow start (issue 16): a channel the node has not seen answer quickly is claimed only up to
+// the first window, however large its cap; one it knows takes up to its own window. With 200
+// workers a dead channel's first wave was its whole cap of 100 requests (the seed's bar: under
+// 15).
+TEST_F(CapsTest, AChannelIsClaimedUpToItsWindowNotItsWholeCap) {
+  int64_t a = Tenant("a"), b = Tenant("b");
+  int64_t fresh = Channel(a), known = Channel(b);
+  Enqueue(fresh, 50);
+  Enqueue(known, 50);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 100;
+  limits.tenant_cap = 100;
+  limits.first_window = 10;
+  limits.channels_in_flight = {{known, 5}};
+  limits.channel_windows = {25};  // known: 5 in flight, window 25, room 20
+  auto n = PerChannel(store.Claim("default", 200, "node-a", limits));
+  EXPECT_EQ(n[fresh], 10);
+  EXPECT_EQ(n[known], 20);
+  EXPECT_EQ(Count("state = 'available'"), 70);
+}
+
 TEST_F(CapsTest, ATenantAtItsCapIsLeftOutWhateverItsChannels) {
   int64_t many = Tenant("many"), other = Tenant("other");
   std::vector<int64_t> channels;

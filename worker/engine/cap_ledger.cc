@@ -11,6 +11,10 @@ constexpr auto kDemoteEvery = std::chrono::seconds(1);
 constexpr auto kRememberDemoted = std::chrono::seconds(10);
 // How long a failing channel with nothing in flight stays in the ledger (and capped at 1).
 constexpr auto kRememberFailing = std::chrono::seconds(60);
+// How long a channel with nothing in flight keeps the window it grew (then: the first again).
+// Between two bursts, or between two claims of one, a fast channel's count falls to 0; without
+// the memory it would start from the first window every time.
+constexpr auto kRememberWindow = std::chrono::seconds(10);
 
 int CapOf(int workers, double share) {
   if (share >= 1.0) return workers;
@@ -21,7 +25,15 @@ int CapOf(int workers, double share) {
 }  // namespace
 
 CapLedger::Caps CapLedger::For(int workers, double channel_share, double tenant_share) {
-  return {CapOf(workers, channel_share), CapOf(workers, tenant_share)};
+  const int channel = CapOf(workers, channel_share);
+  return {channel, CapOf(workers, tenant_share),
+          channel_share < 1.0 ? std::min(kFirstWindow, channel) : 0};
+}
+
+int CapLedger::Window(const Count& c) const {
+  if (c.failing) return 1;
+  if (caps_.first_window <= 0) return caps_.channel;
+  return std::min(caps_.channel, c.window > 0 ? c.window : caps_.first_window);
 }
 
 CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
@@ -38,11 +50,12 @@ bool CapLedger::Remove(int64_t channel, int64_t tenant) {
   if (auto it = channels_.find(channel); it != channels_.end()) {
     // At its cap, or with a demoted backlog: the channel has more waiting that the caps held
     // back, and this slot is for it.
-    opened |= it->second.n >= ChannelCap(it->second) || it->second.demoted;
+    opened |= it->second.n >= Window(it->second) || it->second.demoted;
     // A demoted channel is remembered at 0 in flight too (until Forget), so that its backlog
     // is refilled and its next completions still wake the runner; a failing one, so that its
     // cap stays 1.
-    if (--it->second.n <= 0 && !it->second.demoted && !it->second.failing) {
+    if (--it->second.n <= 0 && !it->second.demoted && !it->second.failing &&
+        it->second.window == 0) {
       channels_.erase(it);
       tenant_of_.erase(channel);
     }
@@ -58,14 +71,19 @@ void CapLedger::Failed(int64_t channel, int64_t tenant, Clock::time_point now) {
   Count& c = channels_[channel];
   c.failing = true;
   c.failed_at = now;
+  c.window = 0;  // when it answers quickly again, it starts from the first window
   tenant_of_[channel] = tenant;
 }
 
 void CapLedger::Succeeded(int64_t channel) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  it->second.failing = false;
-  if (it->second.n <= 0 && !it->second.demoted) {
+  Count& c = it->second;
+  c.failing = false;
+  if (caps_.first_window > 0) {
+    c.window = std::min(caps_.channel, (c.window > 0 ? c.window : caps_.first_window) + 1);
+  }
+  if (c.n <= 0 && !c.demoted && c.window == 0) {
     tenant_of_.erase(channel);
     channels_.erase(it);
   }
@@ -80,7 +98,14 @@ void CapLedger::Forget(Clock::time_point now) {
   for (auto it = channels_.begin(); it != channels_.end();) {
     Count& c = it->second;
     if (c.failing && now - c.failed_at >= kRememberFailing) c.failing = false;
-    if (c.n <= 0 && !c.failing && now - c.demoted_at >= kRememberDemoted) {
+    if (c.n > 0) {
+      c.idle_since = {};
+    } else if (c.idle_since == Clock::time_point{}) {
+      c.idle_since = now;
+    } else if (c.window > 0 && now - c.idle_since >= kRememberWindow) {
+      c.window = 0;
+    }
+    if (c.n <= 0 && !c.failing && c.window == 0 && now - c.demoted_at >= kRememberDemoted) {
       tenant_of_.erase(it->first);
       it = channels_.erase(it);
     } else {
@@ -130,6 +155,7 @@ ClaimLimits CapLedger::Limits() const {
   ClaimLimits limits;
   limits.channel_cap = caps_.channel;
   limits.tenant_cap = caps_.tenant;
+  limits.first_window = caps_.first_window;
   limits.channels_in_flight.reserve(channels_.size());
   struct Refill {
     int64_t channel;
@@ -143,8 +169,13 @@ ClaimLimits CapLedger::Limits() const {
     // The claim knows one channel cap; a failing channel's cap of 1 is passed as a count in
     // flight that leaves it room for one job at most.
     int counted = c.failing ? c.n + caps_.channel - 1 : c.n;
-    if (counted > 0) limits.channels_in_flight.emplace_back(id, counted);
-    if (c.n >= ChannelCap(c)) continue;
+    // A channel at 0 in flight with a grown window is passed too, or it would be ranked
+    // against the first window.
+    if (counted > 0 || c.window > 0) {
+      limits.channels_in_flight.emplace_back(id, counted);
+      limits.channel_windows.push_back(c.failing ? caps_.channel : Window(c));
+    }
+    if (c.n >= Window(c)) continue;
     bool tenant_demoted = false;
     int tenant = -1;
     if (auto t = tenant_of_.find(id); t != tenant_of_.end()) {
@@ -157,7 +188,7 @@ ClaimLimits CapLedger::Limits() const {
       tenant = it->second;
     }
     if (!c.demoted && !tenant_demoted) continue;
-    refill.push_back({id, ChannelCap(c) - c.n, tenant});
+    refill.push_back({id, Window(c) - c.n, tenant});
     if (tenant >= 0) ++tenant_room[tenant].second;
   }
   // A tenant's room is shared among its refilled channels (rounded up, at least 1 each): each

@@ -21,6 +21,15 @@
 // sits at its cap keeps refilling and reaching it again, and its new fresh jobs only need
 // moving back once in a while, not on every refill.
 //
+// Slow start. A channel may have in flight only its window, at most its cap: kFirstWindow (10)
+// when this node has no record of it, one more with each attempt that succeeds quickly, back to
+// the first after a failure. A channel that answers fast grows to its cap within its first
+// hundred answers (milliseconds at a fast endpoint, a few round trips at a slow one); one that
+// dies takes at most 10 slots in its first wave, not its cap of 100 (the default tier's 200
+// workers): the dead_channel scenario's dead endpoint got 101 requests without it, and the
+// seed's bar is under 15. The window only ranks the claim (Claim's $12, $13); reaching it is
+// not reaching the cap, so it costs no demotion. Off when channel_share is 1 (no caps).
+//
 // Failing channels. A channel whose last attempt failed (a timeout, a connection error, a 5xx,
 // a 429) or that has a request stalled (QueueRunner) gets a cap of 1 until an attempt of it
 // succeeds quickly: its cap is for a channel that answers, and a failing one would spend it
@@ -50,9 +59,15 @@ class CapLedger {
   struct Caps {
     int channel = 1;
     int tenant = 1;
+    // Slow start: a channel's window when it has no record here (0: none, the channel cap).
+    int first_window = 0;
   };
-  // The caps for a tier of `workers` slots and the two shares (rules above).
+  // The caps for a tier of `workers` slots and the two shares (rules above); with caps on
+  // (channel_share below 1), slow start from kFirstWindow.
   static Caps For(int workers, double channel_share, double tenant_share);
+  // A channel's first window: the old default tier's channel cap, and under the seed's bar of
+  // 15 requests to a dead endpoint in the first wave.
+  static constexpr int kFirstWindow = 10;
 
   explicit CapLedger(Caps caps) : caps_(caps) {}
   void SetCaps(Caps caps) { caps_ = caps; }
@@ -71,12 +86,13 @@ class CapLedger {
 
   // An attempt of `channel` failed, or one stalled: its cap is 1 until Succeeded().
   void Failed(int64_t channel, int64_t tenant, Clock::time_point now);
-  // An attempt of `channel` succeeded quickly: its cap is the tier's again.
+  // An attempt of `channel` succeeded quickly: it is no longer failing, and its window grows by
+  // one (up to its cap).
   void Succeeded(int64_t channel);
   bool failing(int64_t channel) const;
 
   // Drops demoted channels and tenants that have had nothing in flight for 10 s, and failing
-  // channels idle for 60 s.
+  // channels idle for 60 s; a channel idle for 10 s starts from the first window again.
   void Forget(Clock::time_point now);
 
   // Channels (with their tenant) and tenants that are at their cap now. While one stays there
@@ -107,14 +123,18 @@ class CapLedger {
  private:
   struct Count {
     int n = 0;
+    int window = 0;                  // slow start: 0 is the first window
+    Clock::time_point idle_since{};  // when Forget() first saw it at 0 in flight; epoch: busy
     Clock::time_point demoted_at{};  // epoch: never
     bool demoted = false;
     bool failing = false;
     Clock::time_point failed_at{};
   };
   static bool Due(Count& c, Clock::time_point now);
-  // The channel's cap now: 1 while failing, else the tier's.
+  // The channel's cap: 1 while failing, else the tier's. What it may have in flight now: its
+  // window, at most that cap.
   int ChannelCap(const Count& c) const { return c.failing ? 1 : caps_.channel; }
+  int Window(const Count& c) const;
 
   Caps caps_;
   std::unordered_map<int64_t, Count> channels_;

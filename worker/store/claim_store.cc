@@ -43,11 +43,17 @@ ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
                                           const std::string& node, const ClaimLimits& limits,
                                           int* parked) {
-  std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
+  std::vector<int64_t> channels, channel_counts, channel_windows, tenants, tenant_counts;
   for (const auto& [id, n] : limits.channels_in_flight) {
     channels.push_back(id);
     channel_counts.push_back(n);
   }
+  if (limits.channel_windows.size() == channels.size()) {
+    channel_windows.assign(limits.channel_windows.begin(), limits.channel_windows.end());
+  } else {
+    channel_windows.assign(channels.size(), limits.channel_cap);  // no slow start
+  }
+  const int first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap;
   for (const auto& [id, n] : limits.tenants_in_flight) {
     tenants.push_back(id);
     tenant_counts.push_back(n);
@@ -80,10 +86,10 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     generic_plans_ = true;
   }
   pqxx::nontransaction tx(conn_, "claim");
-  pqxx::result rows =
-      tx.exec_prepared("claim", queue, limit, node, PgArray(channels), PgArray(channel_counts),
-                       PgArray(tenants), PgArray(tenant_counts), limits.channel_cap,
-                       limits.tenant_cap, PgArray(limits.refill), PgArray(refill_room));
+  pqxx::result rows = tx.exec_prepared(
+      "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
+      PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(limits.refill),
+      PgArray(refill_room), PgArray(channel_windows), first_window);
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;

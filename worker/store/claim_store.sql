@@ -88,9 +88,16 @@ SELECT d.*
 --   a job picked for a channel whose breaker is not closed, or that is paused, is parked
 --   instead of claimed (no attempt spent). That catches the one race parking in one statement
 --   leaves open: an enqueue that read the breaker closed and committed just after the park.
+-- - Slow start ($12, $13): a channel is ranked against its window, not its whole cap — its own
+--   ($12, for channels in flight here) or, for one this node has no record of, the first
+--   window $13 (CapLedger: 10, growing by one with each quick answer). Only the ranking uses it;
+--   the scans leave a channel out only at its cap, so a channel ramping up costs no
+--   demotion. Without it a channel that died took its whole cap in the first wave: 100
+--   requests per node at the default 200 workers, where the seed's bar is under 15.
 -- - Rows come back in claim order; parked ones too, so the runner knows how many it took.
 WITH flying AS (
-  SELECT u.channel_id, u.n FROM unnest($4::bigint[], $5::int[]) AS u(channel_id, n)
+  SELECT u.channel_id, u.n, u.win
+    FROM unnest($4::bigint[], $5::int[], $12::int[]) AS u(channel_id, n, win)
 ), tenant_flying AS (
   SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), fresh AS (
@@ -125,13 +132,14 @@ WITH flying AS (
          row_number() OVER (PARTITION BY c.channel_id ORDER BY c.priority, c.scheduled_at, c.id)
            + coalesce(f.n, 0) AS channel_n,
          row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.priority, c.scheduled_at, c.id)
-           + coalesce(t.n, 0) AS tenant_n
+           + coalesce(t.n, 0) AS tenant_n,
+         f.win
     FROM candidates c
     LEFT JOIN flying f ON f.channel_id = c.channel_id
     LEFT JOIN tenant_flying t ON t.tenant_id = c.tenant_id
 ), picked AS (
   SELECT id FROM ranked
-   WHERE channel_n <= $8 AND tenant_n <= $9
+   WHERE channel_n <= least(coalesce(win, $13), $8) AND tenant_n <= $9
    ORDER BY priority, scheduled_at, id
    LIMIT $2
 ), claimed AS (

@@ -51,7 +51,12 @@ struct ClaimLimits {
   int channel_cap = 1'000'000;  // jobs one channel may have in flight on this node
   int tenant_cap = 1'000'000;   // jobs one tenant may have in flight on this node
   std::vector<std::pair<int64_t, int>> channels_in_flight;  // channel id → jobs in flight
-  std::vector<std::pair<int64_t, int>> tenants_in_flight;   // tenant id → jobs in flight
+  // Slow start: each channel of channels_in_flight, in the same order, may have at most its
+  // window in flight (at most channel_cap); a channel not among them, first_window. Empty
+  // windows: each its channel_cap. first_window 0: channel_cap (no slow start).
+  std::vector<int> channel_windows;
+  int first_window = 0;
+  std::vector<std::pair<int64_t, int>> tenants_in_flight;  // tenant id → jobs in flight
   // Channels this node demoted that still have jobs in flight here: refilled directly.
   std::vector<int64_t> refill;
   // For each channel of `refill`, in the same order: the most the refill may lock and take of
