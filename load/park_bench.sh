@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # park_bench.sh — parking a channel's backlog in one statement, and the options for making it
-# cheaper, side by side in one run (issue 16, goal 6).
+# cheaper, side by side in one run (issue 16, goal 6; docs/adr/0010-checks-on-write.md).
 #
 #   load/park_bench.sh                      # every variant below, in this order
 #   load/park_bench.sh 0004 head            # only the variants given, in the order given
@@ -18,27 +18,24 @@
 # Variants — each its own database, migrated with build/bin/bulkhead, the same jobs enqueued
 # with bulkhead.enqueue_many (1,000 per call), taking turns round by round so that the
 # machine's load falls on all of them alike:
-#   0004       the schema as it was at migration 0004 (migrated up, then down to 0004)
-#   head       every migration the build carries
+#   0004       the schema as it was at migration 0004 (migrated up, then down to 0004): the
+#              payload's and the attempt log's CHECKs on the row, which PostgreSQL evaluates on
+#              every UPDATE of a row, reading (detoasting) each parked job's payload
+#   head       every migration the build carries; since 0005 those two CHECKs are on domains
+#              of the columns, evaluated only when the column is written
 #   ff50       head, and jobs with fillfactor 50: room on each page for a second version of
 #              every row, so that a park's new row versions stay on their page (not HOT: state
 #              and priority are indexed, but no page change, no lock record, smaller WAL)
-#   values     head, with the two CHECKs that read a job's JSON (jobs_payload_is_object_or_array,
-#              jobs_attempts_is_array) moved from the row to domains on the columns: PostgreSQL
-#              evaluates a table's every CHECK on every UPDATE of a row, so each parked job's
-#              payload is read (detoasted) by jsonb_typeof(); a domain's CHECK runs only when
-#              the column is written. Same names, SQLSTATE and rule
-#   values_ff50  values and ff50 together
 #   flag       head, but parking is only the channel row (the flag a claim already reads):
 #              the jobs stay `available` — a semantic change (a parked job's state is `parked`,
 #              docs/schema.md), measured for its cost to the claim, which then has to step over
 #              the stopped backlog in jobs_claim (the `claim` column)
 #   partition  head's columns and checks in a jobs table partitioned by state (LIST), with
-#              head's indexes on the partitions that hold their rows, so that
-#              a park moves each row from one partition to another (delete + insert) — a
-#              semantic change too: the primary key and the idempotency key must then include
-#              state, so neither is unique across states (enqueue_many's ON CONFLICT cannot be
-#              inferred: its jobs are inserted with a plain INSERT of the same columns)
+#              head's indexes on the partitions that hold their rows, so that a park moves each
+#              row from one partition to another (delete + insert, the foreign key checked
+#              again) — a semantic change too: the primary key and the idempotency key must then
+#              include state, so neither is unique across states (enqueue_many's ON CONFLICT
+#              cannot be inferred: its jobs are inserted with a plain INSERT of the same columns)
 #
 # Phase 1 times the park and the unpark with the backlog alone in bulkhead.jobs; phase 2 the
 # same beside PARK_BENCH_BYSTANDER available jobs of channel 2 (the table larger than the
@@ -65,7 +62,7 @@ rounds=${PARK_BENCH_ROUNDS:-3}
 payload_bytes=${PARK_BENCH_PAYLOAD_BYTES:-0}
 bystander=${PARK_BENCH_BYSTANDER:-$jobs}
 explain=${PARK_BENCH_EXPLAIN:-1}
-all_variants="0004 head ff50 values values_ff50 flag partition"
+all_variants="0004 head ff50 flag partition"
 variants=(${*:-$all_variants})
 for v in "${variants[@]}"; do
   case " $all_variants " in *" $v "*) ;;
@@ -151,21 +148,6 @@ enqueue() {
   fi >/dev/null
 }
 
-# The values variant: the payload's and the attempt log's CHECKs on domains of the columns. The
-# columns change type without a rewrite (the domains have no constraint yet), and the rows
-# already passed the table's CHECKs, so the domains' are added NOT VALID.
-values_sql="
-CREATE DOMAIN bulkhead.job_payload AS jsonb;
-CREATE DOMAIN bulkhead.attempt_log AS jsonb;
-ALTER TABLE bulkhead.jobs
-  DROP CONSTRAINT jobs_payload_is_object_or_array, DROP CONSTRAINT jobs_attempts_is_array,
-  ALTER COLUMN payload TYPE bulkhead.job_payload, ALTER COLUMN attempts TYPE bulkhead.attempt_log,
-  ALTER COLUMN attempts SET DEFAULT '[]';
-ALTER DOMAIN bulkhead.job_payload ADD CONSTRAINT jobs_payload_is_object_or_array
-  CHECK (jsonb_typeof(VALUE) IN ('object', 'array')) NOT VALID;
-ALTER DOMAIN bulkhead.attempt_log ADD CONSTRAINT jobs_attempts_is_array
-  CHECK (jsonb_typeof(VALUE) = 'array') NOT VALID;"
-
 # The partition variant: jobs as migrated (columns, defaults, NOT NULLs and CHECKs, by LIKE)
 # partitioned by state, the primary key and the idempotency key widened by state (a partitioned
 # table's unique keys must hold its partition key), each of head's partial indexes on the
@@ -203,8 +185,6 @@ setup() {
               awk '$0 > "0004_~"' | wc -l)
       [ "$newer" -eq 0 ] || build/bin/bulkhead migrate down "$newer" --database "$(db "$v")" >/dev/null ;;
     ff50) psql "$(db "$v")" -c "ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" ;;
-    values) psql "$(db "$v")" -c "$values_sql" ;;
-    values_ff50) psql "$(db "$v")" -c "$values_sql" -c "ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" ;;
     partition) psql "$(db "$v")" -c "$partition_sql" ;;
   esac
   psql "$(db "$v")" -c "
