@@ -70,7 +70,7 @@ for v in "${variants[@]}"; do
   esac
 done
 [ $((jobs % 1000)) -eq 0 ] && [ $((bystander % 1000)) -eq 0 ] ||
-  { echo "park_bench.sh: PARK_BENCH_JOBS and PARK_BENCH_BYSTANDER must be multiples of 1000" >&2; exit 2; }
+  { echo "park_bench.sh: PARK_BENCH_JOBS and _BYSTANDER must be multiples of 1000" >&2; exit 2; }
 
 ./setup.sh >/dev/null
 run=.run/park-pg
@@ -112,7 +112,8 @@ flag_reset="WITH reset AS (
   RETURNING id)
 SELECT 'open' AS before FROM reset"
 # What the flag variant's transitions leave where they were: the backlog, counted untimed.
-flag_backlog="SELECT count(*) AS jobs FROM bulkhead.jobs WHERE channel_id = 1 AND state = 'available'"
+flag_backlog="SELECT count(*) AS jobs FROM bulkhead.jobs
+                WHERE channel_id = 1 AND state = 'available'"
 
 # The claim's first scan (claim_store.sql, Claim: fresh) with the flowing check inside it.
 claim_probe="SELECT count(*) AS claimable FROM (
@@ -125,10 +126,13 @@ claim_probe="SELECT count(*) AS claimable FROM (
 
 # The payload of job i (a SQL expression in i).
 if [ "$payload_bytes" -eq 0 ]; then
-  payload="'{\"type\": \"invoice.paid\", \"text\": \"a message of about a hundred bytes, like a chat note\"}'::jsonb"
+  payload="'{\"type\": \"invoice.paid\",
+              \"text\": \"a message of about a hundred bytes, like a chat note\"}'::jsonb"
 else
+  # md5 hex, distinct per job, which PostgreSQL cannot compress: out of line past about 2 KB.
   payload="jsonb_build_object('type', 'invoice.paid', 'id', i, 'data',
-             (SELECT string_agg(md5(i::text || '.' || k), '') FROM generate_series(1, greatest(($payload_bytes - 40) / 32, 1)) AS k))"
+             (SELECT string_agg(md5(i::text || '.' || k), '')
+                FROM generate_series(1, greatest(($payload_bytes - 40) / 32, 1)) AS k))"
 fi
 
 # n jobs of channel $2 in database $1, by enqueue_many 1,000 per call (a plain INSERT of the same
@@ -138,13 +142,15 @@ enqueue() {
   if [ "$v" = partition ]; then
     psql "$(db "$v")" -c "
       INSERT INTO bulkhead.jobs (id, queue, tenant_id, channel_id, state, priority, payload)
-      SELECT nextval('bulkhead.jobs_p_id_seq'), 'default', $channel, $channel, 'available', 1, $payload
+      SELECT nextval('bulkhead.jobs_p_id_seq'), 'default', $channel, $channel, 'available', 1,
+             $payload
         FROM generate_series(1, $n) AS i"
   else
     psql "$(db "$v")" -c "
       SELECT count(*) FROM generate_series(0, $n / 1000 - 1) AS b,
         LATERAL (SELECT bulkhead.enqueue_many(array_fill($channel::bigint, ARRAY[1000]),
-                   ARRAY(SELECT $payload FROM generate_series(b * 1000 + 1, b * 1000 + 1000) AS i))) AS e"
+                   ARRAY(SELECT $payload
+                           FROM generate_series(b * 1000 + 1, b * 1000 + 1000) AS i))) AS e"
   fi >/dev/null
 }
 
@@ -183,7 +189,8 @@ setup() {
       local newer
       newer=$(find schema -name '[0-9][0-9][0-9][0-9]_*.up.sql' | sed 's|.*/||' |
               awk '$0 > "0004_~"' | wc -l)
-      [ "$newer" -eq 0 ] || build/bin/bulkhead migrate down "$newer" --database "$(db "$v")" >/dev/null ;;
+      [ "$newer" -eq 0 ] ||
+        build/bin/bulkhead migrate down "$newer" --database "$(db "$v")" >/dev/null ;;
     ff50) psql "$(db "$v")" -c "ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" ;;
     partition) psql "$(db "$v")" -c "$partition_sql" ;;
   esac
@@ -197,10 +204,11 @@ setup() {
 
 # PREPAREs the variant's park and unpark as open_breaker and reset_breaker.
 prepare() {
+  local format='PREPARE open_breaker AS %s;\nPREPARE reset_breaker AS %s;\n'
   if [ "$1" = flag ]; then
-    printf 'PREPARE open_breaker AS %s;\nPREPARE reset_breaker AS %s;\n' "$flag_open" "$flag_reset"
+    printf "$format" "$flag_open" "$flag_reset"
   else
-    printf 'PREPARE open_breaker AS %s;\nPREPARE reset_breaker AS %s;\n' "$open_breaker" "$reset_breaker"
+    printf "$format" "$open_breaker" "$reset_breaker"
   fi
 }
 
@@ -214,7 +222,8 @@ round() {
     [ "$v" != flag ] || echo "$flag_backlog \\gset park_"
     echo 'VACUUM ANALYZE bulkhead.jobs;'
     echo '\timing on'
-    if [ "$phase" = 2 ]; then echo "$claim_probe \\gset claim_"; else echo 'SELECT 10 AS claimable \gset claim_'; fi
+    if [ "$phase" = 2 ]; then echo "$claim_probe \\gset claim_"
+    else echo 'SELECT 10 AS claimable \gset claim_'; fi
     echo "EXECUTE reset_breaker(1) \\gset reset_"
     echo '\timing off'
     [ "$v" != flag ] || echo "$flag_backlog \\gset reset_"
@@ -227,7 +236,8 @@ round() {
   read -r parked claimable unparked before <<<"$counts"
   if [ "$parked" != "$jobs" ] || [ "$unparked" != "$jobs" ] || [ "$before" != open ] ||
      [ "$claimable" != 10 ]; then
-    echo "park_bench.sh: $v phase $phase: parked $parked, claimable $claimable, unparked $unparked (before: $before), expected $jobs, 10, $jobs (open)" >&2
+    echo "park_bench.sh: $v phase $phase: parked $parked, claimable $claimable, unparked" \
+         "$unparked (before: $before), expected $jobs, 10, $jobs (open)" >&2
     exit 1
   fi
   read -r park claim unpark <<<"$times"
@@ -257,20 +267,29 @@ explain() {
     /Execution Time/ { t[++n] = $3 }
     /^ +WAL: records=/ && !w[n + 1] { w[n + 1] = "WAL " $2 " " $3 }
     /^ +Trigger / { sub(/.*time=/, ""); split($0, a, " "); trig[n + 1] += a[1] }
-    END { printf "  %-11s park %7.1f ms, %s, triggers %.1f ms; unpark %7.1f ms, %s, triggers %.1f ms\n",
-          v, t[1], w[1], trig[1], t[2], w[2], trig[2] }' "$file"
+    END { printf "  %-11s park %7.1f ms, %s, triggers %.1f ms;", v, t[1], w[1], trig[1]
+          printf " unpark %7.1f ms, %s, triggers %.1f ms\n", t[2], w[2], trig[2] }' "$file"
 }
 
-median() { sort -g | awk '{v[NR] = $1} END {printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() {
+  sort -g | awk '{v[NR] = $1}
+    END {printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
 
-echo "park_bench: $jobs jobs in the backlog, payload $([ "$payload_bytes" -eq 0 ] && echo '90 bytes' || echo "about $payload_bytes bytes"), $rounds rounds, variants: ${variants[*]}"
-echo "  server: $(psql "$conn" -At -c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
-  WHERE name IN ('wal_level', 'fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'jit')")"
+size=$([ "$payload_bytes" -eq 0 ] && echo '90 bytes' || echo "about $payload_bytes bytes")
+echo "park_bench: $jobs jobs in the backlog, payload $size, $rounds rounds," \
+     "variants: ${variants[*]}"
+echo "  server: $(psql "$conn" -At -c "
+  SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
+   WHERE name IN ('wal_level', 'fsync', 'synchronous_commit', 'full_page_writes',
+                  'shared_buffers', 'jit')")"
 echo "  load average before setup: $(cut -d' ' -f1-3 /proc/loadavg)"
 for v in "${variants[@]}"; do setup "$v"; done
-psql "$(db "${variants[0]}")" -At -c "SELECT 'payload: ' || round(avg(pg_column_size(payload))) || ' bytes stored (pg_column_size), table ' ||
-  pg_size_pretty(pg_relation_size('bulkhead.jobs')) || ', with TOAST ' || pg_size_pretty(pg_table_size('bulkhead.jobs'))
-  FROM bulkhead.jobs" | sed 's/^/  /'
+psql "$(db "${variants[0]}")" -At -c "
+  SELECT 'payload: ' || round(avg(pg_column_size(payload))) || ' bytes stored, table '
+         || pg_size_pretty(pg_relation_size('bulkhead.jobs')) || ', with TOAST '
+         || pg_size_pretty(pg_table_size('bulkhead.jobs'))
+    FROM bulkhead.jobs" | sed 's/^/  /'
 
 declare -A results
 for phase in 1 2; do
@@ -296,7 +315,8 @@ for phase in 1 2; do
       l=$(load1)
       read -r park claim unpark <<<"$(round "$v" "$phase")"
       noisy=$(awk -v l="$l" 'BEGIN {print (l > 1.5) ? " noisy" : ""}')
-      printf '  %5d  %-11s  %10s  %10s  %10s  %5s%s\n' "$r" "$v" "$park" "$claim" "$unpark" "$l" "$noisy"
+      printf '  %5d  %-11s  %10s  %10s  %10s  %5s%s\n' \
+        "$r" "$v" "$park" "$claim" "$unpark" "$l" "$noisy"
       results[$phase,$v,park]+="$park "
       results[$phase,$v,claim]+="$claim "
       results[$phase,$v,unpark]+="$unpark "
@@ -313,8 +333,10 @@ for phase in 1 2; do
   for v in "${variants[@]}"; do
     m() { tr ' ' '\n' <<<"${results[$phase,$v,$1]}" | grep -v '^$' | median; }
     claim=-; [ "$phase" = 1 ] || claim=$(m claim)
-    printf '  %-5s  %-11s  %10s  %10s  %10s  %s\n' "$phase" "$v" "$(m park)" "$claim" "$(m unpark)" \
-      "$(tr ' ' '\n' <<<"${results[$phase,$v,load]}" | grep -v '^$' | sort -g | sed -n '1p;$p' | paste -sd-)"
+    loads=$(tr ' ' '\n' <<<"${results[$phase,$v,load]}" | grep -v '^$' | sort -g |
+            sed -n '1p;$p' | paste -sd-)
+    printf '  %-5s  %-11s  %10s  %10s  %10s  %s\n' \
+      "$phase" "$v" "$(m park)" "$claim" "$(m unpark)" "$loads"
   done
 done
 echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
