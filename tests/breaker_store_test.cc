@@ -103,6 +103,44 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
             "5 failures in a row 1 00:00:30");
 }
 
+// Issue 16.6, migration 0005: the payload's rule runs when a payload is written, not on every
+// update of its job. Before it, PostgreSQL evaluated the table's CHECK on the payload for each
+// row a park or an unpark moved, fetching every out-of-line payload from TOAST: half the time of
+// parking 100,000 jobs with 4 KB payloads (load/park_bench.sh, ADR 0010).
+TEST_F(BreakerStoreTest, ParkingAndUnparkingReadNoPayload) {
+  // 8 KB of hex each, which PostgreSQL cannot compress enough: stored out of line.
+  Exec("SELECT bulkhead.enqueue(" + std::to_string(channel_) +
+       ", jsonb_build_object('n', i, 'data', (SELECT string_agg(md5(i || '.' || k), '') "
+       "FROM generate_series(1, 250) AS k))) FROM generate_series(1, 40) AS i");
+  ASSERT_GT(QueryValue<int64_t>(db(),
+                                "SELECT pg_relation_size(reltoastrelid) FROM pg_class "
+                                "WHERE oid = 'bulkhead.jobs'::regclass"),
+            0);
+  // The jobs table's TOAST blocks read by this connection so far (hits and reads): its
+  // statistics flushed first, as when it goes idle after the call that forces the next flush.
+  auto toast_blocks = [&] {
+    QueryValue<std::string>(db(), "SELECT pg_stat_force_next_flush()::text");
+    return QueryValue<int64_t>(
+        db(),
+        "SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0) "
+        "FROM pg_statio_user_tables WHERE relid = 'bulkhead.jobs'::regclass");
+  };
+  AllStores store(db());
+
+  int64_t before = toast_blocks();
+  ASSERT_EQ(store.OpenBreaker(channel_, 30000, "x").jobs, 40);
+  EXPECT_EQ(toast_blocks() - before, 0) << "parking read payloads";
+
+  before = toast_blocks();
+  ASSERT_EQ(store.ResetBreaker(channel_)->jobs, 40);
+  EXPECT_EQ(toast_blocks() - before, 0) << "unparking read payloads";
+
+  // The count does see payloads being read: the claim reads each one it hands out.
+  before = toast_blocks();
+  ASSERT_EQ(store.Claim("default", 5, "node-a").size(), 5u);
+  EXPECT_GT(toast_blocks() - before, 0);
+}
+
 TEST_F(BreakerStoreTest, OnlyOneOfTwoNodesOpensTheBreaker) {
   Enqueue(channel_, 50);
   auto other = Connect();

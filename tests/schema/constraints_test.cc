@@ -1,8 +1,9 @@
 // The integrity rules of schema 0001, written against the tables directly: every named CHECK
-// constraint refuses a row that breaks it (SQLSTATE 23514, named in the message), every job
-// state is accepted in a well-formed row, the defaults of a minimal tenant and channel, the
-// foreign key that keeps a tenant on a tier with a queue, the shipped tiers, and the partial
-// claim index with the plan that uses it.
+// constraint refuses a row that breaks it (SQLSTATE 23514, named in the message) — the
+// payload's and the attempt log's, on the columns' domains since 0005, also an update that
+// writes a bad value — every job state is accepted in a well-formed row, the defaults of a
+// minimal tenant and channel, the foreign key that keeps a tenant on a tier with a queue, the
+// shipped tiers, and the partial claim index with the plan that uses it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,6 +121,10 @@ const std::vector<Violation> kViolations = {
     {"StringPayload", "jobs_payload_is_object_or_array", JobRow("", "", "'\"hello\"'")},
     {"NumberPayload", "jobs_payload_is_object_or_array", JobRow("", "", "'42'")},
     {"AttemptLogThatIsAnObject", "jobs_attempts_is_array", JobRow("attempts", "'{}'")},
+    {"PayloadUpdatedToAString", "jobs_payload_is_object_or_array",
+     JobRow() + "; UPDATE bulkhead.jobs SET payload = '\"hello\"'"},
+    {"AttemptLogUpdatedToAnObject", "jobs_attempts_is_array",
+     JobRow() + "; UPDATE bulkhead.jobs SET attempts = '{}'"},
     {"EmptyIdempotencyKey", "jobs_idempotency_key_length", JobRow("idempotency_key", "''")},
     {"IdempotencyKeyOf256Characters", "jobs_idempotency_key_length",
      JobRow("idempotency_key", "repeat('k', 256)")},
