@@ -36,6 +36,7 @@
 const { parseArgs } = require('node:util');
 const PgBoss = require('pg-boss');
 const { makePoster } = require('./webhook_post');
+const args = require('./args');
 
 const QUEUE = 'deliver';
 const ENQUEUE_BATCH = 1000;
@@ -84,12 +85,6 @@ async function work({ database, concurrency, pool, workers, pollingInterval, url
   });
 }
 
-function positive(name, text) {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, not '${text}'`);
-  return n;
-}
-
 async function main() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -104,10 +99,8 @@ async function main() {
       url: { type: 'string' },
     },
   });
-  const need = (name) => {
-    if (values[name] === undefined) throw new Error(`--${name} is required`);
-    return values[name];
-  };
+  const need = (name) => args.need(values, name);
+  const { positive } = args;
   switch (positionals[0]) {
     case 'enqueue':
       return enqueue({ database: need('database'), jobs: positive('jobs', need('jobs')), payload: need('payload') });
