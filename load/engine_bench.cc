@@ -18,11 +18,14 @@
 //               transaction; the latency of one delivery is the time from its COMMIT returning
 //               to the receiver reading the request. Prints p50/p95/p99/max, the rows
 //               executing (250 ms samples) and the node's peak memory. --background N first
-//               enqueues a burst of N deliveries over 20 channels of --background-tenants (1)
-//               other tenants, whose endpoint answers after --background-delay-ms (0): the
+//               enqueues a burst of N deliveries over --background-channels (20) channels of
+//               --background-tenants (1) other tenants, whose endpoint answers after
+//               --background-delay-ms (0): the
 //               node is busy with them throughout (it prints how many still waited when the
 //               traffic ended), and with a delay, N requests can be held in flight at once
-//               (the tier's request_timeout_ms is then raised to the delay + 10 s).
+//               (the tier's request_timeout_ms is then raised to the delay + 10 s). Slow start
+//               lets a channel whose answers are not quick hold only its first window (10):
+//               holding N requests open takes N / 10 channels.
 //   isolation   the caps alone against two offenders (the breaker kept out of the way:
 //               failure_threshold 1000, slow_call_ms 3600000; request_timeout_ms 10000), on
 //               tier default with --workers (20) slots. Tenants: `healthy`, one channel whose
@@ -89,7 +92,7 @@ constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
     "[--seconds N] [--rounds N] [--old-secrets N] [--background N] [--background-tenants N] "
-    "[--background-delay-ms N]\n";
+    "[--background-channels N] [--background-delay-ms N]\n";
 
 struct Args {
   std::string mode;
@@ -105,7 +108,8 @@ struct Args {
   int rounds = 10;                          // churn: rounds of `jobs` deliveries
   int old_secrets = 0;                      // throughput: old secrets per channel
   int background = 0;                       // latency: a busy tenant's burst, enqueued first
-  int background_tenants = 1;               // latency: the busy tenants (20 channels in all)
+  int background_tenants = 1;               // latency: the busy tenants
+  int background_channels = 20;             // latency: the busy tenants' channels, in all
   int background_delay_ms = 0;              // latency: how long the busy endpoints take
 };
 
@@ -498,9 +502,11 @@ std::map<std::string, Clock::time_point> SteadyTraffic(pqxx::connection& conn, i
 int Latency(const Args& args) {
   Arrivals arrivals;
   const auto busy_delay = std::chrono::milliseconds(args.background_delay_ms);
+  std::atomic<int64_t> busy_seen{0};
   HttpReceiver receiver([&](const bulkhead::testing::ReceivedRequest& r) {
     bulkhead::testing::Reply reply;
     if (r.path.rfind("/busy", 0) == 0) {
+      ++busy_seen;
       reply.delay = busy_delay;
     } else {
       arrivals.Record(r.headers.at("webhook-id"), Clock::now());
@@ -512,8 +518,8 @@ int Latency(const Args& args) {
   int64_t channel = MakeChannels(conn, 1, receiver.Url("/fast"))[0];
   nlohmann::json tier = Tier(args.workers);
   if (args.background > 0) {
-    std::vector<int64_t> busy =
-        MakeChannels(conn, 20, receiver.Url("/busy"), args.background_tenants, "busy-");
+    std::vector<int64_t> busy = MakeChannels(conn, args.background_channels, receiver.Url("/busy"),
+                                             args.background_tenants, "busy-");
     EnqueueBurst(conn, busy, args.background);
     pqxx::nontransaction tx(conn);
     tx.exec("VACUUM ANALYZE bulkhead.jobs");
@@ -529,6 +535,21 @@ int Latency(const Args& args) {
   node.Start(args.database);
   // Idle, let it start and go idle; with a background, let it fill its slots with the burst.
   std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Held requests (a delay of a second or more): wait, up to 60 s, until the receiver has seen
+  // no new one for a second, so that the traffic meets a node that holds them all rather than
+  // one still opening their connections. Opening 10,000 connections to one host at once keeps
+  // libcurl (7.88) busy for seconds — each new transfer walks every connection to that host —
+  // and requests queued behind that count as slow calls of their own channel.
+  int64_t held = 0;
+  if (args.background > 0 && args.background_delay_ms >= 1000) {
+    const auto give_up = Clock::now() + std::chrono::seconds(60);
+    for (int64_t before = -1; Clock::now() < give_up;) {
+      held = busy_seen.load();
+      if (held == before) break;
+      before = held;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
 
   // Sampled every 250 ms while the traffic runs: the rows executing (in flight, or delivered
   // and not yet written) and the node's memory.
@@ -574,12 +595,15 @@ int Latency(const Args& args) {
       total, args.rate, tier["workers"].get<int>());
   if (args.background > 0) {
     std::printf(
-        "  beside a background of %d deliveries over 20 channels of %d other tenant(s), "
+        "  beside a background of %d deliveries over %d channels of %d other tenant(s), "
         "enqueued before the node started, their endpoint answering after %d ms\n"
         "  background still waiting when the traffic ended: %lld (0: the node was not "
-        "saturated the whole time)\n",
-        args.background, args.background_tenants, args.background_delay_ms,
-        static_cast<long long>(background_left));
+        "saturated the whole time)\n"
+        "  background requests held open when the traffic began: %lld (0 unless they are "
+        "delayed 1 s or more)\n",
+        args.background, args.background_channels, args.background_tenants,
+        args.background_delay_ms, static_cast<long long>(background_left),
+        static_cast<long long>(held));
   }
   std::printf(
       "  received %zu of %d\n"
@@ -890,6 +914,8 @@ int main(int argc, char** argv) {
         args.background = std::stoi(value);
       } else if (key == "--background-tenants") {
         args.background_tenants = std::stoi(value);
+      } else if (key == "--background-channels") {
+        args.background_channels = std::stoi(value);
       } else if (key == "--background-delay-ms") {
         args.background_delay_ms = std::stoi(value);
       } else if (key == "--old-secrets") {
@@ -912,7 +938,7 @@ int main(int argc, char** argv) {
   if (args.jobs < 1 || args.channels < 1 || args.tenants < 0 || args.workers < 0 ||
       (args.workers == 0 && args.mode != "latency") || args.rate < 1 || args.seconds < 1 ||
       args.rounds < 1 || args.background < 0 || args.background_tenants < 1 ||
-      args.background_delay_ms < 0) {
+      args.background_channels < args.background_tenants || args.background_delay_ms < 0) {
     return Usage("a count is out of range");
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -13,9 +13,10 @@
 #                                        # answers after 100 ms: the other tenant holds its cap
 #                                        # of the worker slots throughout
 #   load/engine_bench.sh inflight        # the latency run on a tier of 10,000 workers while
-#                                        # 10,000 requests of 4 other tenants are held open for
-#                                        # 40 s: the node's memory and the claim with 10,000 in
-#                                        # flight
+#                                        # 10,000 requests of 4 other tenants (1,000 channels:
+#                                        # slow start holds a channel that does not answer to
+#                                        # its first window of 10) are held open for 40 s: the
+#                                        # node's memory and the claim with 10,000 in flight
 #   load/engine_bench.sh caps-lone       # the caps' cost for a lone tenant: the caps-cost burst
 #                                        # over 20 channels of one tenant, share 0.5 and 1
 #   load/engine_bench.sh caps-cost       # the caps' cost when nothing is broken: the burst over
@@ -219,7 +220,7 @@ for mode in $modes; do
       "$bench" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
         --workers 10000 --background 10000 --background-tenants 4 \
-        --background-delay-ms 40000 ;;
+        --background-channels 1000 --background-delay-ms 40000 ;;
     caps-cost)
       side_by_side "caps-cost (20 channels, 20 tenants, 200 workers)" 50000 \
         --channels 20 --workers 200 ;;

@@ -2,15 +2,15 @@
 // caps_summary log.
 //
 // When a claim brings a channel (tenant) to its per-node cap (CapLedger), its waiting fresh jobs
-// are demoted to priority 2 in one statement (ClaimStore::DemoteChannel, DemoteTenant), so every
-// other channel's fresh jobs come first; while it stays at its cap, again at most once a second
-// (CapLedger::DemoteChannelDue, DemoteTenantDue): its new jobs arrive fresh, and each claim's
-// fresh scan steps over them until they are. Not demoting (a statement that fails) only costs
-// the order: the cap itself holds in the claim.
+// are demoted to priority 2 (ClaimStore::DemoteChannels, DemoteTenants: one statement for all
+// that are due, however many), so every other channel's fresh jobs come first; while it stays
+// at its cap, again at most once a second (CapLedger::DemoteChannelDue, DemoteTenantDue): its
+// new jobs arrive fresh, and each claim's fresh scan steps over them until they are. Not
+// demoting (a statement that fails) only costs the order: the cap itself holds in the claim.
 //
 // Tenants first: a tenant's demotion covers its channels, so a channel that reached its cap
-// together with its tenant (a tenant with one channel, at the default shares) costs one
-// statement, not two.
+// together with its tenant (a tenant with one channel, at the default shares) is not demoted
+// twice.
 //
 // Caps reached are counted (bulkhead_capped_total) and, with the jobs demoted, logged as one
 // caps_summary line at most once a minute (kSummaryEvery), never a line per claim.
@@ -55,7 +55,7 @@ class CapDemotion {
   // `reached` reached their cap just now (not: stay at it): counted as caps hit.
   void CountReached(const CapLedger::AtCap& reached);
 
-  // Runs the statements of `due`. Returns whether any ran.
+  // Runs the statements of `due`: at most two. Returns whether any was due.
   bool Run(const Due& due);
 
   // When the next caps_summary is due.

@@ -123,16 +123,20 @@ std::vector<ClaimedJob> ClaimStore::ClaimProbes(const std::string& queue, int li
   return jobs;
 }
 
-int ClaimStore::DemoteChannel(int64_t channel) {
-  pqxx::work tx(conn_, "demote_channel");
-  int demoted = static_cast<int>(tx.exec_prepared("demote_channel", channel).affected_rows());
+int ClaimStore::DemoteChannels(const std::vector<int64_t>& channels) {
+  if (channels.empty()) return 0;
+  pqxx::work tx(conn_, "demote_channels");
+  int demoted =
+      static_cast<int>(tx.exec_prepared("demote_channels", PgArray(channels)).affected_rows());
   tx.commit();
   return demoted;
 }
 
-int ClaimStore::DemoteTenant(int64_t tenant) {
-  pqxx::work tx(conn_, "demote_tenant");
-  int demoted = static_cast<int>(tx.exec_prepared("demote_tenant", tenant).affected_rows());
+int ClaimStore::DemoteTenants(const std::vector<int64_t>& tenants) {
+  if (tenants.empty()) return 0;
+  pqxx::work tx(conn_, "demote_tenants");
+  int demoted =
+      static_cast<int>(tx.exec_prepared("demote_tenants", PgArray(tenants)).affected_rows());
   tx.commit();
   return demoted;
 }

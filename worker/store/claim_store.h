@@ -23,7 +23,7 @@ class ClaimStore {
  public:
   // The names (worker/store/claim_store.sql) of the statements it prepares.
   static constexpr std::string_view kStatements[] = {
-      "Claim",         "ClaimProbes", "DemoteChannel", "DemoteTenant",
+      "Claim",         "ClaimProbes", "DemoteChannels", "DemoteTenants",
       "SnoozeChannel", "DisableGone", "HandBack"};
 
   // Prepares its statements on `conn`, which must outlive the store.
@@ -46,10 +46,11 @@ class ClaimStore {
   std::vector<ClaimedJob> ClaimProbes(const std::string& queue, int limit, const std::string& node,
                                       int64_t probe_window_ms);
 
-  // Demotes the fresh waiting jobs (priority 1 → 2) of a channel, or of every channel of a
-  // tenant, that reached its cap on a node. Returns the jobs demoted.
-  int DemoteChannel(int64_t channel);
-  int DemoteTenant(int64_t tenant);
+  // Demotes the fresh waiting jobs (priority 1 → 2) of the channels, or of every channel of the
+  // tenants, that reached their cap on a node: one statement for all, nothing for none.
+  // Returns the jobs demoted.
+  int DemoteChannels(const std::vector<int64_t>& channels);
+  int DemoteTenants(const std::vector<int64_t>& tenants);
 
   // Pushes the channel's available jobs to no earlier than now() + delay_ms (a Retry-After);
   // never earlier than they were. Returns the jobs moved.

@@ -227,22 +227,25 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
        (SELECT count(*) FROM probing) AS probing
   FROM claimed
 
--- name: DemoteChannel
--- Moves channel $1's fresh waiting jobs behind every other channel's (priority 1 → 2).
--- A channel reached its cap on a node: its fresh waiting jobs move behind
--- every other channel's fresh ones (priority 1 → 2), in one statement over
--- jobs_channel_available. Jobs due later are demoted too: they join the same backlog.
+-- name: DemoteChannels
+-- Moves the fresh waiting jobs of channels $1 behind every other channel's (priority 1 → 2).
+-- Channels reached their cap on a node: their fresh waiting jobs move behind every other
+-- channel's fresh ones (priority 1 → 2), over jobs_channel_available. Jobs due later are
+-- demoted too: they join the same backlog. One statement for every channel due, however many:
+-- a channel whose request stalled is at a cap of 1 until it answers quickly, so a node with
+-- 1,000 hanging channels has 1,000 due a second — as a statement each, the runner thread did
+-- nothing else and claimed once in 3 s (load/engine_bench.sh inflight, docs/caps.md).
 UPDATE bulkhead.jobs
    SET priority = 2
- WHERE channel_id = $1 AND state = 'available' AND priority = 1
+ WHERE channel_id = ANY($1::bigint[]) AND state = 'available' AND priority = 1
 
--- name: DemoteTenant
--- Moves the fresh waiting jobs of every channel of tenant $1 behind the others (priority 1 → 2).
--- The same for every channel of a tenant that reached its cap, through the
--- tenant's channels (channels_tenant) and each channel's available jobs.
+-- name: DemoteTenants
+-- Moves the fresh waiting jobs of every channel of tenants $1 behind the others (priority 1 → 2).
+-- The same for every channel of tenants that reached their cap, through the tenants' channels
+-- (channels_tenant) and each channel's available jobs; one statement for all of them.
 UPDATE bulkhead.jobs
    SET priority = 2
- WHERE channel_id IN (SELECT id FROM bulkhead.channels WHERE tenant_id = $1)
+ WHERE channel_id IN (SELECT id FROM bulkhead.channels WHERE tenant_id = ANY($1::bigint[]))
    AND state = 'available' AND priority = 1
 
 -- name: SnoozeChannel
