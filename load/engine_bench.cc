@@ -536,8 +536,8 @@ int Latency(const Args& args) {
   // Idle, let it start and go idle; with a background, let it fill its slots with the burst.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   // Held requests (a delay of a second or more): wait, up to 60 s, until the receiver has seen
-  // no new one for a second, so that the traffic meets a node that holds them all rather than
-  // one still opening their connections. Opening 10,000 connections to one host at once keeps
+  // no new one for 5 s, so that the traffic meets a node that holds them all rather than one
+  // still opening their connections. Opening 10,000 connections to one host at once keeps
   // libcurl (7.88) busy for seconds — each new transfer walks every connection to that host —
   // and requests queued behind that count as slow calls of their own channel.
   int64_t held = 0;
@@ -547,7 +547,7 @@ int Latency(const Args& args) {
       held = busy_seen.load();
       if (held == before) break;
       before = held;
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::this_thread::sleep_for(std::chrono::seconds(5));
     }
   }
 
