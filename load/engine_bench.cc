@@ -20,10 +20,10 @@
 //               executing (250 ms samples) and the node's peak memory. --background N first
 //               enqueues a burst of N deliveries over --background-channels (20) channels of
 //               --background-tenants (1) other tenants, whose endpoint answers after
-//               --background-delay-ms (0): the
-//               node is busy with them throughout (it prints how many still waited when the
-//               traffic ended), and with a delay, N requests can be held in flight at once
-//               (the tier's request_timeout_ms is then raised to the delay + 10 s). Slow start
+//               --background-delay-ms (0): the node is busy with them throughout (it prints
+//               how many still waited when the traffic ended), and with a delay, N requests
+//               can be held in flight at once (the tier's request_timeout_ms is then raised
+//               to the delay + 10 s). Slow start
 //               lets a channel whose answers are not quick hold only its first window (10):
 //               holding N requests open takes N / 10 channels.
 //   isolation   the caps alone against two offenders (the breaker kept out of the way:
@@ -537,8 +537,8 @@ int Latency(const Args& args) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   // Held requests (a delay of a second or more): wait, up to 60 s, until the receiver has seen
   // no new one for 5 s, so that the traffic meets a node that holds them all rather than one
-  // still opening their connections. Opening 10,000 connections to one host at once keeps
-  // libcurl (7.88) busy for seconds — each new transfer walks every connection to that host —
+  // still opening their connections. While a node opens 10,000 connections to one host at
+  // once, its I/O thread spends seconds inside libcurl 7.88 (perf; why inside it, not found),
   // and requests queued behind that count as slow calls of their own channel.
   int64_t held = 0;
   if (args.background > 0 && args.background_delay_ms >= 1000) {
