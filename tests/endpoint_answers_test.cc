@@ -311,7 +311,9 @@ TEST_F(EndpointAnswersTest, A410DisablesTheChannelParksItsBacklogAndEnableResume
                   "AND (attempts->0->>'status')::int = 410"),
             1);
   EXPECT_EQ(Requests("/hook/retired"), 1);
-  EXPECT_EQ(node.Log().find("\"channel_disabled_gone\"") != std::string::npos, true) << node.Log();
+  // The log line follows the statement's commit: wait for it, do not race it (a TSan run read
+  // the log between the two).
+  EXPECT_TRUE(node.WaitForLog("channel_disabled_gone", seconds(10))) << node.Log();
 
   // Later enqueues are refused, with the reason and SQLSTATE 55000.
   try {
