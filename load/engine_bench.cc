@@ -9,8 +9,7 @@
 //               default) sets both channel_share and tenant_share in the tier file; 1 means no
 //               caps. Prints deliveries/s, the node's CPU seconds and peak resident memory, the
 //               most rows `executing` in one 100 ms sample (in flight, plus delivered ones
-//               whose result the node has not written yet), and how many jobs were claimed
-//               from a demoted backlog (priority 2: a channel or tenant reached its cap).
+//               whose result the node has not written yet), and the node's claim count.
 //               --old-secrets N (0) gives every channel N old secrets in their rotation window
 //               (migration 0004), so that every claimed row signs with N + 1 secrets.
 //   latency     start a node (the shipped tier's workers unless --workers), then enqueue
@@ -271,15 +270,11 @@ int Throughput(const Args& args) {
       }
     }
   }
-  int completed = 0, demoted = 0;
+  int completed = 0;
   {
     pqxx::work tx(conn);
-    pqxx::row row = tx.exec1(
-        "SELECT count(*) FILTER (WHERE state = 'completed'),"
-        "       count(*) FILTER (WHERE state = 'completed' AND priority = 2)"
-        "  FROM bulkhead.jobs");
-    completed = row[0].as<int>();
-    demoted = row[1].as<int>();
+    completed =
+        tx.exec1("SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed'")[0].as<int>();
   }
   const auto caps = CapsAt(args.workers, args.share);
   std::printf(
@@ -290,14 +285,13 @@ int Throughput(const Args& args) {
       "  node CPU %.2f s (%.0f%% of one core), peak resident memory %.1f MiB\n"
       "  completed %d, requests received %zu (duplicates %zd)\n"
       "  rows executing at most %lld (100 ms samples; in flight or result not yet written)\n"
-      "  %d jobs claimed from a demoted backlog (priority 2)\n"
       "  claim statements per tier: %s\n"
       "  old secrets per channel: %d\n"
       "  load average (1, 5, 15 min) before %s, after %s\n",
       args.jobs, args.channels, tenants, args.workers, args.share, caps.channel, caps.tenant,
       args.share >= 1.0 ? " (no caps)" : "", enqueue_s, drain_s, args.jobs / drain_s, cpu_s,
       100.0 * cpu_s / drain_s, peak_mib, completed, requests,
-      static_cast<ssize_t>(requests) - args.jobs, static_cast<long long>(max_executing), demoted,
+      static_cast<ssize_t>(requests) - args.jobs, static_cast<long long>(max_executing),
       claims.c_str(), args.old_secrets, load_before.c_str(), load_after.c_str());
   return completed == args.jobs ? 0 : 1;
 }

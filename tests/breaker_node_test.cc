@@ -118,7 +118,8 @@ TEST_F(BreakerNodeTest, AFailingEndpointOpensAfterTheThresholdWhileAHealthyOneKe
   Enqueue(healthy, 300);
   // Retries an hour away: a failed job's next attempt must not come due while the opening is
   // on its way. (With 50 ms retries, the channel's cap of 1 once failing, CapLedger, and the
-  // demotion of its fresh backlog let a retry go first under a loaded machine.)
+  // demotion an older version ran on its fresh backlog let a retry go first under a loaded
+  // machine.)
   NodeProcess node(Node("node-a"), {{"default", Tier({{"retry_delays_ms", {3600000}}})}});
   node.Start(conninfo());
 

@@ -72,7 +72,8 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
   ASSERT_EQ(store.Claim("default", 2, "node-a").size(), 2u);  // in flight: stays executing
   Exec(
       "UPDATE bulkhead.jobs SET priority = 2 WHERE id IN (SELECT id FROM bulkhead.jobs "
-      "WHERE state = 'available' ORDER BY id LIMIT 100)");  // demoted ones are parked too
+      "WHERE state = 'available' ORDER BY id LIMIT 100)");  // priority 2 (an older version's
+                                                            // demoted) parked too
 
   Exec("CREATE EXTENSION pg_stat_statements");
   auto counter = Connect();  // count only what the store's connection runs

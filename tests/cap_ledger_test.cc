@@ -1,10 +1,10 @@
-// CapLedger: the per-node caps' arithmetic, counting and demotion pacing, with a fake clock.
+// CapLedger: the per-node caps' arithmetic, counting, slow start and failing channels, with a fake
+// clock.
 #include "cap_ledger.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 
 namespace bulkhead {
 namespace {
@@ -41,32 +41,12 @@ TEST(CapLedger, ReportsTheJobThatReachesACapAndTheOneThatLeavesIt) {
   EXPECT_EQ(ledger.tracked(), 0u);
 }
 
-TEST(CapLedger, CappedListsWhoIsAtItsCapNowAndNobodyOnceTheyLeaveIt) {
-  CapLedger ledger({2, 3});
-  ledger.Add(1, 100);
-  EXPECT_TRUE(ledger.Capped().channels.empty());
-  ledger.Add(1, 100);
-  ledger.Add(2, 100);
-  ledger.Add(3, 200);
-  auto at = ledger.Capped();
-  ASSERT_EQ(at.channels.size(), 1u);
-  EXPECT_EQ(at.channels[0], std::make_pair(int64_t{1}, int64_t{100}));
-  EXPECT_EQ(at.tenants, std::vector<int64_t>{100});
-  ledger.Remove(1, 100);
-  at = ledger.Capped();
-  EXPECT_TRUE(at.channels.empty());
-  EXPECT_TRUE(at.tenants.empty());
-}
-
-TEST(CapLedger, LimitsCarryTheCountsAndRefillOnlyDemotedChannelsWithRoom) {
+TEST(CapLedger, LimitsCarryTheCountsInFlightAndTheCaps) {
   CapLedger ledger({2, 10});
   ledger.Add(1, 100);
   ledger.Add(1, 100);  // at cap
-  ledger.Add(2, 100);  // room 1, never demoted
-  ledger.Add(3, 200);  // room 1, demoted
-  auto now = CapLedger::Clock::time_point{} + 1h;
-  EXPECT_TRUE(ledger.DemoteChannelDue(1, now));
-  EXPECT_TRUE(ledger.DemoteChannelDue(3, now));
+  ledger.Add(2, 100);
+  ledger.Add(3, 200);
   ClaimLimits limits = ledger.Limits();
   EXPECT_EQ(limits.channel_cap, 2);
   EXPECT_EQ(limits.tenant_cap, 10);
@@ -75,81 +55,39 @@ TEST(CapLedger, LimitsCarryTheCountsAndRefillOnlyDemotedChannelsWithRoom) {
             (std::vector<std::pair<int64_t, int>>{{1, 2}, {2, 1}, {3, 1}}));
   std::sort(limits.tenants_in_flight.begin(), limits.tenants_in_flight.end());
   EXPECT_EQ(limits.tenants_in_flight, (std::vector<std::pair<int64_t, int>>{{100, 3}, {200, 1}}));
-  EXPECT_EQ(limits.refill, std::vector<int64_t>{3});  // 1 is full, 2 was never demoted
 }
 
-TEST(CapLedger, ATenantsDemotionRefillsItsChannels) {
-  CapLedger ledger({5, 3});
-  ledger.Add(1, 100);
-  ledger.Add(2, 100);
-  EXPECT_TRUE(ledger.DemoteTenantDue(100, CapLedger::Clock::time_point{} + 1h));
-  auto refill = ledger.Limits().refill;
-  std::sort(refill.begin(), refill.end());
-  EXPECT_EQ(refill, (std::vector<int64_t>{1, 2}));
-}
-
-// Every row the refill takes is locked, so a channel takes no more than its share of its
-// tenant's room: a tenant of 20 demoted channels had 891 rows locked for the 91 its cap let
-// through. A tenant at its cap is not refilled at all.
-TEST(CapLedger, ARefilledChannelTakesAtMostItsShareOfItsTenantsRoom) {
-  CapLedger ledger({100, 100});
-  const auto now = CapLedger::Clock::time_point{} + 1h;
-  for (int64_t channel = 1; channel <= 4; ++channel) {
-    for (int i = 0; i < 20; ++i) ledger.Add(channel, 100);  // tenant 100: 80 of 100, room 20
-  }
-  ledger.Add(5, 200);                               // tenant 200: 1 of 100, room 99, one channel
-  for (int i = 0; i < 99; ++i) ledger.Add(6, 300);  // tenant 300: 99 of 100
-  ledger.Add(7, 300);                               // ... and 100: at its cap
-  ASSERT_TRUE(ledger.DemoteTenantDue(100, now));
-  ASSERT_TRUE(ledger.DemoteTenantDue(200, now));
-  ASSERT_TRUE(ledger.DemoteTenantDue(300, now));
-  ClaimLimits limits = ledger.Limits();
-  ASSERT_EQ(limits.refill.size(), limits.refill_room.size());
-  std::map<int64_t, int> room;
-  for (size_t i = 0; i < limits.refill.size(); ++i) room[limits.refill[i]] = limits.refill_room[i];
-  // 20 over 4 channels: 5 each, not 80 each; 99 for the lone channel; none for tenant 300.
-  EXPECT_EQ(room, (std::map<int64_t, int>{{1, 5}, {2, 5}, {3, 5}, {4, 5}, {5, 99}}));
-}
-
-TEST(CapLedger, AnEndedJobOfADemotedChannelOpensASlotForItsBacklog) {
-  CapLedger ledger({3, 10});
+// A job that ends of a channel at its cap, or of a tenant at its cap, opens a slot for what the
+// caps held back: the runner claims again. Below both, nothing was held back. Nothing is
+// remembered at 0 in flight but a grown window or a failure.
+TEST(CapLedger, AnEndedJobOpensASlotOnlyWhenItsChannelOrTenantWasAtItsCap) {
+  CapLedger ledger({3, 4});
   ledger.Add(1, 100);
   ledger.Add(1, 100);
-  EXPECT_FALSE(ledger.Remove(1, 100));  // below its cap, nothing held back
+  EXPECT_FALSE(ledger.Remove(1, 100));  // 2 of 3, tenant 2 of 4
   ledger.Add(1, 100);
-  ASSERT_TRUE(ledger.DemoteChannelDue(1, CapLedger::Clock::time_point{} + 1h));
-  EXPECT_TRUE(ledger.Remove(1, 100));  // demoted: its backlog waits for this slot
+  ledger.Add(1, 100);  // 3 of 3
   EXPECT_TRUE(ledger.Remove(1, 100));
+  ledger.Add(2, 100);
+  ledger.Add(2, 100);                   // channel 1 at 2, channel 2 at 2: tenant 100 at 4 of 4
+  EXPECT_TRUE(ledger.Remove(2, 100));   // its tenant was at its cap
+  EXPECT_FALSE(ledger.Remove(2, 100));  // 3 of 4
+  EXPECT_FALSE(ledger.Remove(1, 100));
+  EXPECT_FALSE(ledger.Remove(1, 100));
   EXPECT_EQ(ledger.in_flight(1), 0);
-  EXPECT_EQ(ledger.Limits().refill, std::vector<int64_t>{1});  // remembered at 0, refilled
-  ledger.Forget(CapLedger::Clock::time_point{} + 1h + 9s);
-  EXPECT_EQ(ledger.Limits().refill, std::vector<int64_t>{1});
-  ledger.Forget(CapLedger::Clock::time_point{} + 1h + 10s);
-  EXPECT_TRUE(ledger.Limits().refill.empty());
-  EXPECT_EQ(ledger.tracked(), 0u);  // the tenant, never demoted, went at 0 already
-}
-
-TEST(CapLedger, DemotesAtMostOnceASecondPerChannel) {
-  CapLedger ledger({1, 10});
-  ledger.Add(1, 100);
-  auto now = CapLedger::Clock::time_point{} + 1h;
-  EXPECT_TRUE(ledger.DemoteChannelDue(1, now));
-  EXPECT_FALSE(ledger.DemoteChannelDue(1, now + 999ms));
-  EXPECT_TRUE(ledger.DemoteChannelDue(1, now + 1s));
-  EXPECT_FALSE(ledger.DemoteChannelDue(2, now));  // nothing in flight: nothing to demote
+  EXPECT_EQ(ledger.tracked(), 0u);
 }
 
 TEST(CapLedgerFailing, AFailingChannelIsCappedAtOneUntilItSucceeds) {
   CapLedger ledger({10, 10});
   auto now = CapLedger::Clock::time_point{} + 1h;
-  ledger.Failed(7, 70, now);
+  ledger.Failed(7, now);
   EXPECT_TRUE(ledger.failing(7));
   // Nothing in flight: the claim sees 9 of 10, room for one job.
   ClaimLimits limits = ledger.Limits();
   EXPECT_EQ(limits.channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 9}}));
-  // One in flight is its cap: reached, capped, and reported full.
+  // One in flight is its cap: reached, and reported full.
   EXPECT_TRUE(ledger.Add(7, 70).channel);
-  EXPECT_EQ(ledger.Capped().channels, (std::vector<std::pair<int64_t, int64_t>>{{7, 70}}));
   EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 10}}));
   // Its end opens the slot for it again; it stays failing (and tracked) at 0 in flight.
   EXPECT_TRUE(ledger.Remove(7, 70));
@@ -166,16 +104,16 @@ TEST(CapLedgerFailing, AChannelAlreadyPastOneWhenItFailsTakesNoMore) {
   CapLedger ledger({10, 10});
   auto now = CapLedger::Clock::time_point{} + 1h;
   for (int i = 0; i < 4; ++i) ledger.Add(7, 70);
-  ledger.Failed(7, 70, now);
+  ledger.Failed(7, now);
   EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 13}}));
   EXPECT_TRUE(ledger.Remove(7, 70));  // 3 left, still over its cap of 1: its slot opened
-  EXPECT_EQ(ledger.Capped().channels.size(), 1u);
+  EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 12}}));
 }
 
 TEST(CapLedgerFailing, TheMarkIsForgottenAMinuteAfterTheLastFailure) {
   CapLedger ledger({10, 10});
   auto now = CapLedger::Clock::time_point{} + 1h;
-  ledger.Failed(7, 70, now);
+  ledger.Failed(7, now);
   ledger.Forget(now + 59s);
   EXPECT_TRUE(ledger.failing(7));
   ledger.Forget(now + 60s);
@@ -207,7 +145,7 @@ TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
   EXPECT_EQ(window_of(1), 100) << "never past the cap";
 
   const auto now = CapLedger::Clock::time_point{} + 1h;
-  ledger.Failed(1, 100, now);
+  ledger.Failed(1, now);
   EXPECT_EQ(window_of(1), 100) << "failing: passed as its cap, with 99 counted in flight";
   EXPECT_EQ(ledger.Limits().channels_in_flight[0].second, 10 + 99);
   ledger.Succeeded(1);

@@ -153,8 +153,8 @@ TEST_F(QueueRunnerTest, A410DisablesTheChannelAndParksTheJobWithItsAttemptNotSpe
 
 TEST_F(QueueRunnerTest, A503WithRetryAfterPushesTheJobAndItsChannelsWaitingJobsLater) {
   HttpReceiver receiver([](const testing::ReceivedRequest&) {
-    // After 200 ms: the runner's claims after the first (a demotion claims again at once) are
-    // over, so the snooze, not a claim, is what meets the waiting job.
+    // After 200 ms: the runner's claims after the first (one that brings the channel to its cap
+    // claims again at once) are over, so the snooze, not a claim, is what meets the waiting job.
     Reply reply;
     reply.status = 503;
     reply.headers = {{"Retry-After", "120"}};

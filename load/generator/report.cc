@@ -155,11 +155,11 @@ Table BreakerTable(const json& r) {
 }
 
 Table TimelineTable(const json& r) {
-  Table t = {{"t", "Breaker", "Dead executing", "Dead waiting", "Dead demoted", "Dead parked",
+  Table t = {{"t", "Breaker", "Dead executing", "Dead waiting", "Dead parked",
               "In flight at the dead provider", "Healthy waiting"}};
   for (const json& row : r["timeline"]["dead"]) {
     t.push_back({Fixed(row["t_s"], 0) + " s", row["breaker"], Thousands(row["executing"]),
-                 Thousands(row["waiting"]), Thousands(row["demoted"]), Thousands(row["parked"]),
+                 Thousands(row["waiting"]), Thousands(row["parked"]),
                  Thousands(row["dead_in_flight"]), Thousands(row["healthy_waiting"])});
   }
   return t;
@@ -346,13 +346,11 @@ std::string BreakerChart(const json& r) {
   }
   s += plot.Line(Series(rows, "executing"), "#9467bd", 2);
   s += plot.Line(Series(rows, "waiting"), "#ff7f0e", 2);
-  s += plot.Line(Series(rows, "demoted"), "#8c564b", 2, "4,2");
   s += plot.Line(Series(rows, "parked"), "#7f7f7f", 2);
   s += plot.Line(Series(rows, "dead_in_flight"), "#e377c2", 1, "2,2");
   s += plot.Line(Series(rows, "healthy_waiting"), "#1f77b4", 2);
   s += plot.Legend({{"executing", "#9467bd"},
                     {"waiting", "#ff7f0e"},
-                    {"demoted", "#8c564b"},
                     {"parked", "#7f7f7f"},
                     {"in flight at the provider", "#e377c2"},
                     {"healthy waiting", "#1f77b4"}});

@@ -16,11 +16,10 @@ constexpr const char* kSampleSql = R"sql(
 SELECT c.breaker_state,
        (extract(epoch FROM c.breaker_changed_at) * 1000000)::bigint,
        (SELECT count(*) FROM bulkhead.jobs WHERE channel_id = $1 AND state = 'executing'),
-       w.waiting, w.demoted, w.parked,
+       w.waiting, w.parked,
        (SELECT count(*) FROM bulkhead.jobs WHERE channel_id = $2 AND state = 'available')
   FROM bulkhead.channels c,
-       LATERAL (SELECT count(*) FILTER (WHERE state = 'available' AND priority <> 2) AS waiting,
-                       count(*) FILTER (WHERE state = 'available' AND priority = 2) AS demoted,
+       LATERAL (SELECT count(*) FILTER (WHERE state = 'available') AS waiting,
                        count(*) FILTER (WHERE state = 'parked') AS parked
                   FROM bulkhead.jobs WHERE channel_id = $1 AND state IN ('available', 'parked')) w
  WHERE c.id = $1
@@ -35,7 +34,6 @@ nlohmann::json TimelineRow::ToJson() const {
           {"breaker", breaker},
           {"executing", executing},
           {"waiting", waiting},
-          {"demoted", demoted},
           {"parked", parked},
           {"healthy_waiting", healthy_waiting},
           {"dead_in_flight", dead_in_flight},
@@ -72,14 +70,13 @@ void Sampler::Run() {
         int64_t changed_at = r[1].as<int64_t>();
         row.executing = r[2].as<int64_t>();
         row.waiting = r[3].as<int64_t>();
-        row.demoted = r[4].as<int64_t>();
-        row.parked = r[5].as<int64_t>();
-        row.healthy_waiting = r[6].as<int64_t>();
+        row.parked = r[4].as<int64_t>();
+        row.healthy_waiting = r[5].as<int64_t>();
         tx.commit();
         // The opening's own timestamp, not the sample's: exact, from the statement that
         // opened it (one clock: the database and the harness share the machine).
         if (!opened_at_us_ && row.breaker != "closed") opened_at_us_ = changed_at;
-        if (opened_at_us_ && !parked_at_us_ && backlog_done_ && row.waiting + row.demoted == 0) {
+        if (opened_at_us_ && !parked_at_us_ && backlog_done_ && row.waiting == 0) {
           parked_at_us_ = now;
         }
       }

@@ -22,8 +22,7 @@ struct TimelineRow {
   double t_s = 0;  // seconds after the phase start
   std::string breaker;
   int64_t executing = 0;
-  int64_t waiting = 0;  // available, priority 1 or 3
-  int64_t demoted = 0;  // available, priority 2 (the channel hit its per-node cap)
+  int64_t waiting = 0;  // available, any priority
   int64_t parked = 0;
   int64_t healthy_waiting = 0;  // the healthy channel's available jobs
   int64_t dead_in_flight = 0;   // requests the mock holds open on /hook/hang-dead

@@ -27,7 +27,7 @@ Lists jobs, newest first (by id), at most N (default 50, at most 1000):
   QUEUE      the tier whose queue it is in
   TENANT     its tenant's name        CHANNEL  its channel id
   STATE      available | executing | parked | completed | discarded | cancelled
-  PRI        1 fresh, 2 demoted (its channel was at its cap), 3 back from parking or replayed
+  PRI        1 fresh, 3 back from parking or replayed (2: demoted by a version before issue 16)
   ATTEMPT    attempts made / its budget
   SCHEDULED  when it is (or was) due, UTC;  FINISHED: when it ended ("-" if it has not)
   BYTES      the payload's stored size: the payload itself is never printed

@@ -6,9 +6,6 @@
 namespace bulkhead {
 namespace {
 
-constexpr auto kDemoteEvery = std::chrono::seconds(1);
-// How long a demoted channel (tenant) with nothing in flight stays in the ledger.
-constexpr auto kRememberDemoted = std::chrono::seconds(10);
 // How long a failing channel with nothing in flight stays in the ledger (and capped at 1).
 constexpr auto kRememberFailing = std::chrono::seconds(60);
 // How long a channel with nothing in flight keeps the window it grew (then: the first again).
@@ -40,39 +37,35 @@ CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
   Reached reached;
   Count& c = channels_[channel];
   reached.channel = ++c.n == ChannelCap(c);
+  reached.window = c.n == Window(c);
   reached.tenant = ++tenants_[tenant].n == caps_.tenant;
-  tenant_of_[channel] = tenant;
   return reached;
 }
 
 bool CapLedger::Remove(int64_t channel, int64_t tenant) {
   bool opened = false;
   if (auto it = channels_.find(channel); it != channels_.end()) {
-    // At its cap, or with a demoted backlog: the channel has more waiting that the caps held
-    // back, and this slot is for it.
-    opened |= it->second.n >= Window(it->second) || it->second.demoted;
-    // A demoted channel is remembered at 0 in flight too (until Forget), so that its backlog
-    // is refilled and its next completions still wake the runner; a failing one, so that its
-    // cap stays 1.
-    if (--it->second.n <= 0 && !it->second.demoted && !it->second.failing &&
-        it->second.window == 0) {
+    // At its window or cap: the channel may have more waiting that the caps held back, and
+    // this slot is for it.
+    opened |= it->second.n >= Window(it->second);
+    // A failing channel is remembered at 0 in flight (until Forget), so that its cap stays 1;
+    // one with a grown window, so that it keeps it for a while.
+    if (--it->second.n <= 0 && !it->second.failing && it->second.window == 0) {
       channels_.erase(it);
-      tenant_of_.erase(channel);
     }
   }
   if (auto it = tenants_.find(tenant); it != tenants_.end()) {
-    opened |= it->second.n >= caps_.tenant || it->second.demoted;
-    if (--it->second.n <= 0 && !it->second.demoted) tenants_.erase(it);
+    opened |= it->second.n >= caps_.tenant;
+    if (--it->second.n <= 0) tenants_.erase(it);
   }
   return opened;
 }
 
-void CapLedger::Failed(int64_t channel, int64_t tenant, Clock::time_point now) {
+void CapLedger::Failed(int64_t channel, Clock::time_point now) {
   Count& c = channels_[channel];
   c.failing = true;
   c.failed_at = now;
   c.window = 0;  // when it answers quickly again, it starts from the first window
-  tenant_of_[channel] = tenant;
 }
 
 void CapLedger::Succeeded(int64_t channel) {
@@ -83,8 +76,7 @@ void CapLedger::Succeeded(int64_t channel) {
   if (caps_.first_window > 0) {
     c.window = std::min(caps_.channel, (c.window > 0 ? c.window : caps_.first_window) + 1);
   }
-  if (c.n <= 0 && !c.demoted && c.window == 0) {
-    tenant_of_.erase(channel);
+  if (c.n <= 0 && c.window == 0) {
     channels_.erase(it);
   }
 }
@@ -105,50 +97,12 @@ void CapLedger::Forget(Clock::time_point now) {
     } else if (c.window > 0 && now - c.idle_since >= kRememberWindow) {
       c.window = 0;
     }
-    if (c.n <= 0 && !c.failing && c.window == 0 && now - c.demoted_at >= kRememberDemoted) {
-      tenant_of_.erase(it->first);
+    if (c.n <= 0 && !c.failing && c.window == 0) {
       it = channels_.erase(it);
     } else {
       ++it;
     }
   }
-  for (auto it = tenants_.begin(); it != tenants_.end();) {
-    if (it->second.n <= 0 && now - it->second.demoted_at >= kRememberDemoted) {
-      it = tenants_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-bool CapLedger::Due(Count& c, Clock::time_point now) {
-  if (c.demoted && now - c.demoted_at < kDemoteEvery) return false;
-  c.demoted = true;
-  c.demoted_at = now;
-  return true;
-}
-
-bool CapLedger::DemoteChannelDue(int64_t channel, Clock::time_point now) {
-  auto it = channels_.find(channel);
-  return it != channels_.end() && Due(it->second, now);
-}
-
-bool CapLedger::DemoteTenantDue(int64_t tenant, Clock::time_point now) {
-  auto it = tenants_.find(tenant);
-  return it != tenants_.end() && Due(it->second, now);
-}
-
-CapLedger::AtCap CapLedger::Capped() const {
-  AtCap at;
-  for (const auto& [id, c] : channels_) {
-    if (c.n < ChannelCap(c)) continue;
-    auto t = tenant_of_.find(id);
-    at.channels.emplace_back(id, t == tenant_of_.end() ? 0 : t->second);
-  }
-  for (const auto& [id, c] : tenants_) {
-    if (c.n >= caps_.tenant) at.tenants.push_back(id);
-  }
-  return at;
 }
 
 ClaimLimits CapLedger::Limits() const {
@@ -157,14 +111,6 @@ ClaimLimits CapLedger::Limits() const {
   limits.tenant_cap = caps_.tenant;
   limits.first_window = caps_.first_window;
   limits.channels_in_flight.reserve(channels_.size());
-  struct Refill {
-    int64_t channel;
-    int room;    // the channel's own
-    int tenant;  // index into tenant_room, or -1 (tenant unknown: no tenant bound)
-  };
-  std::vector<Refill> refill;
-  std::vector<std::pair<int, int>> tenant_room;  // room left, refill channels of the tenant
-  std::unordered_map<int64_t, int> tenant_index;
   for (const auto& [id, c] : channels_) {
     // The claim knows one channel cap; a failing channel's cap of 1 is passed as a count in
     // flight that leaves it room for one job at most.
@@ -175,33 +121,6 @@ ClaimLimits CapLedger::Limits() const {
       limits.channels_in_flight.emplace_back(id, counted);
       limits.channel_windows.push_back(c.failing ? caps_.channel : Window(c));
     }
-    if (c.n >= Window(c)) continue;
-    bool tenant_demoted = false;
-    int tenant = -1;
-    if (auto t = tenant_of_.find(id); t != tenant_of_.end()) {
-      auto tc = tenants_.find(t->second);
-      tenant_demoted = tc != tenants_.end() && tc->second.demoted;
-      const int room = caps_.tenant - (tc != tenants_.end() ? tc->second.n : 0);
-      if (room <= 0) continue;  // its tenant is at its cap: nothing of it may be claimed
-      auto [it, added] = tenant_index.emplace(t->second, static_cast<int>(tenant_room.size()));
-      if (added) tenant_room.emplace_back(room, 0);
-      tenant = it->second;
-    }
-    if (!c.demoted && !tenant_demoted) continue;
-    refill.push_back({id, Window(c) - c.n, tenant});
-    if (tenant >= 0) ++tenant_room[tenant].second;
-  }
-  // A tenant's room is shared among its refilled channels (rounded up, at least 1 each): each
-  // row the refill takes is locked, and locking every channel's own room for a tenant of many
-  // channels locked 891 rows to claim 91 (docs/caps.md, "Refill").
-  for (const Refill& r : refill) {
-    int room = r.room;
-    if (r.tenant >= 0) {
-      const auto [left, channels] = tenant_room[r.tenant];
-      room = std::min(room, std::max(1, (left + channels - 1) / channels));
-    }
-    limits.refill.push_back(r.channel);
-    limits.refill_room.push_back(room);
   }
   for (const auto& [id, c] : tenants_) {
     if (c.n > 0) limits.tenants_in_flight.emplace_back(id, c.n);

@@ -1,6 +1,5 @@
 // CapLedger: what one tier's runner has in flight per channel and per tenant on this node,
-// against the per-node caps (docs/caps.md), and when a capped backlog is due
-// its demotion.
+// against the per-node caps (docs/caps.md).
 //
 // The caps. With `workers` slots, a channel may hold channel_share × workers of them and a
 // tenant tenant_share × workers (both default 0.5: 100 of the default tier's 200), rounded down,
@@ -15,20 +14,14 @@
 // path, and what the caps protect — a node's workers, so that other tenants on that node keep
 // flowing — is a per-node resource. The breaker is what is fleet-wide.
 //
-// Demotion. When a channel or a tenant reaches its cap, the runner demotes its waiting jobs to
-// priority 2 in one statement, so every other channel's fresh jobs come first on every node.
-// DemoteDue() allows that at most once a second per channel or tenant: a busy channel that
-// sits at its cap keeps refilling and reaching it again, and its new fresh jobs only need
-// moving back once in a while, not on every refill.
-//
 // Slow start. A channel may have in flight only its window, at most its cap: kFirstWindow (10)
 // when this node has no record of it, one more with each attempt that succeeds quickly, back to
 // the first after a failure. A channel that answers fast grows to its cap within its first
 // hundred answers (milliseconds at a fast endpoint, a few round trips at a slow one); one that
 // dies takes at most 10 slots in its first wave, not its cap of 100 (the default tier's 200
 // workers): the dead_channel scenario's dead endpoint got 101 requests without it, and the
-// seed's bar is under 15. The window only ranks the claim (Claim's $12, $13); reaching it is
-// not reaching the cap, so it costs no demotion. Off when channel_share is 1 (no caps).
+// seed's bar is under 15. The window bounds what one claim takes of a channel (Claim's $10,
+// $11); reaching it is not reaching the cap. Off when channel_share is 1 (no caps).
 //
 // Failing channels. A channel whose last attempt failed (a timeout, a connection error, a 5xx,
 // a 429) or that has a request stalled (QueueRunner) gets a cap of 1 until an attempt of it
@@ -73,46 +66,40 @@ class CapLedger {
   void SetCaps(Caps caps) { caps_ = caps; }
   const Caps& caps() const { return caps_; }
 
-  // Which cap a new job in flight made its channel or tenant reach.
+  // Which cap a new job in flight made its channel or tenant reach; `window`: its channel
+  // reached its window (its cap too, or a slow-start window below it).
   struct Reached {
     bool channel = false;
     bool tenant = false;
+    bool window = false;
   };
   // A job of `channel` (of `tenant`) is now in flight.
   Reached Add(int64_t channel, int64_t tenant);
-  // It ended. Returns true when its channel or tenant was at its cap or has a demoted backlog:
-  // the caps held jobs of it back, and a slot opened for them (the runner claims again).
+  // It ended. Returns true when its channel was at its window or cap, or its tenant at its
+  // cap: the caps may have held jobs of it back, and a slot opened for them (the runner claims
+  // again).
   bool Remove(int64_t channel, int64_t tenant);
 
   // An attempt of `channel` failed, or one stalled: its cap is 1 until Succeeded().
-  void Failed(int64_t channel, int64_t tenant, Clock::time_point now);
+  void Failed(int64_t channel, Clock::time_point now);
   // An attempt of `channel` succeeded quickly: it is no longer failing, and its window grows by
   // one (up to its cap).
   void Succeeded(int64_t channel);
   bool failing(int64_t channel) const;
 
-  // Drops demoted channels and tenants that have had nothing in flight for 10 s, and failing
-  // channels idle for 60 s; a channel idle for 10 s starts from the first window again.
+  // Drops failing channels idle for 60 s; a channel idle for 10 s starts from the first window
+  // again.
   void Forget(Clock::time_point now);
 
-  // Channels (with their tenant) and tenants that are at their cap now. While one stays there
-  // — a hanging channel holds its slots until the request timeout — its newly enqueued fresh
-  // jobs need demoting again (once a second, DemoteChannelDue), not only when it reached it.
+  // Channels (with their tenant) and tenants that reached their cap (QueueRunner::Dispatch),
+  // and whether any channel reached its window.
   struct AtCap {
     std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
     std::vector<int64_t> tenants;
+    bool window = false;
   };
-  AtCap Capped() const;
 
-  // Whether the channel's (tenant's) backlog should be demoted now; if so, remembers `now`.
-  bool DemoteChannelDue(int64_t channel, Clock::time_point now);
-  bool DemoteTenantDue(int64_t tenant, Clock::time_point now);
-
-  // What the next claim must respect: counts in flight and the caps, plus the channels to
-  // refill directly — those in flight here whose backlog (or tenant's) was demoted, with room
-  // of their own and in their tenant — each with the most it may take: its own room, and no
-  // more than its share of its tenant's room (split evenly among the tenant's refilled
-  // channels, rounded up).
+  // What the next claim must respect: counts in flight, windows and the caps.
   ClaimLimits Limits() const;
 
   int in_flight(int64_t channel) const;
@@ -125,12 +112,9 @@ class CapLedger {
     int n = 0;
     int window = 0;                  // slow start: 0 is the first window
     Clock::time_point idle_since{};  // when Forget() first saw it at 0 in flight; epoch: busy
-    Clock::time_point demoted_at{};  // epoch: never
-    bool demoted = false;
     bool failing = false;
     Clock::time_point failed_at{};
   };
-  static bool Due(Count& c, Clock::time_point now);
   // The channel's cap: 1 while failing, else the tier's. What it may have in flight now: its
   // window, at most that cap.
   int ChannelCap(const Count& c) const { return c.failing ? 1 : caps_.channel; }
@@ -139,7 +123,6 @@ class CapLedger {
   Caps caps_;
   std::unordered_map<int64_t, Count> channels_;
   std::unordered_map<int64_t, Count> tenants_;
-  std::unordered_map<int64_t, int64_t> tenant_of_;  // channel → tenant, for channels in flight
 };
 
 }  // namespace bulkhead

@@ -71,7 +71,7 @@ QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, Ht
                      "jobs discarded at once: the SSRF guard refused their endpoint's address "
                      "(each job's last_error says which and why; allowed_networks lets a "
                      "network through)"}}),
-      demotion_(options_.tier.name, metrics_, store_),
+      cap_summary_(options_.tier.name, metrics_),
       answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
       thread_([this] { Run(); }) {}
 
@@ -149,7 +149,7 @@ std::chrono::steady_clock::time_point QueueRunner::ReleaseStalled(
     } else if (stalled_ < budget) {
       job.stalled = true;
       ++stalled_;
-      caps_.Failed(job.channel, job.tenant, now);  // its cap is 1 until it answers quickly
+      caps_.Failed(job.channel, now);  // its cap is 1 until it answers quickly
     }
   }
   return next;
@@ -181,10 +181,10 @@ void QueueRunner::Run() {
     const auto now = std::chrono::steady_clock::now();
     const auto next_stall = ReleaseStalled(now);
     int free = tier_.workers - Occupied();
-    if (now >= demotion_.next_summary()) {
+    if (now >= cap_summary_.next_summary()) {
       const CapLedger::Caps caps = caps_.caps();
       lock.unlock();
-      demotion_.Summarize(now, caps);
+      cap_summary_.Summarize(now, caps);
       lock.lock();
       continue;
     }
@@ -203,7 +203,7 @@ void QueueRunner::Run() {
     if (free > 0 && now >= next_probe) {
       next_probe = now + kProbeEvery;
       lock.unlock();
-      (void)Demote(Dispatch(ClaimProbes(free)), /*reached=*/true);
+      cap_summary_.CountReached(Dispatch(ClaimProbes(free)));
       lock.lock();
       continue;
     }
@@ -222,19 +222,13 @@ void QueueRunner::Run() {
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, &taken);
       next_poll = NextPoll();
       CapsReached reached = Dispatch(std::move(jobs));
-      // A claim that brought a channel or tenant to its cap, and so demoted its backlog, may
-      // have left others' fresh jobs behind that backlog: claim again at once. (Without a
-      // demotion, its backlog is where it was, and an empty claim would only read it again.)
-      // Those that stay at their cap are demoted again once a second: their new jobs arrive
-      // fresh, and each claim's fresh scan steps over them until they are.
-      bool demoted = Demote(reached, /*reached=*/true);
-      CapsReached still;
-      {
-        std::lock_guard guard(mu_);
-        still = caps_.Capped();
-      }
-      demoted = Demote(still, /*reached=*/false) || demoted;
-      more = taken == free || demoted;
+      cap_summary_.CountReached(reached);
+      // A claim that brought a channel to its window or cap, or a tenant to its cap, may have
+      // left others' jobs behind that channel's backlog, past its windows: its skip scan ran
+      // only if something was held back when it began. Claim again at once; the next one looks
+      // past the backlog. (Waiting instead, for a slot of that channel or for the poll, kept a
+      // job behind a new channel's hanging backlog for the whole poll interval.)
+      more = taken == free || reached.window || !reached.tenants.empty();
       lock.lock();
       continue;
     }
@@ -242,30 +236,21 @@ void QueueRunner::Run() {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
       // channel's slot, the poll, or stop.
       cv_.wait_until(
-          lock, std::min({next_poll, next_probe, demotion_.next_summary(), answers_.due()}),
+          lock, std::min({next_poll, next_probe, cap_summary_.next_summary(), answers_.due()}),
           [&] { return stop_ || wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
       // back, for answers to apply (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, std::min({demotion_.next_summary(), next_stall, answers_.due()}), [&] {
-        return stop_ || Occupied() < tier_.workers ||
-               answers_.due() <= std::chrono::steady_clock::now();
-      });
+      cv_.wait_until(lock, std::min({cap_summary_.next_summary(), next_stall, answers_.due()}),
+                     [&] {
+                       return stop_ || Occupied() < tier_.workers ||
+                              answers_.due() <= std::chrono::steady_clock::now();
+                     });
     }
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
   lock.unlock();
   answers_.Close(std::chrono::steady_clock::now());
-}
-
-bool QueueRunner::Demote(const CapsReached& at_cap, bool reached) {
-  if (reached) demotion_.CountReached(at_cap);
-  CapDemotion::Due due;
-  {
-    std::lock_guard lock(mu_);
-    due = CapDemotion::Plan(caps_, at_cap, std::chrono::steady_clock::now());
-  }
-  return demotion_.Run(due);
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
@@ -373,6 +358,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
       CapLedger::Reached r = caps_.Add(job.channel_id, job.tenant_id);
       if (r.channel) reached.channels.emplace_back(job.channel_id, job.tenant_id);
       if (r.tenant) reached.tenants.push_back(job.tenant_id);
+      reached.window |= r.window;
     }
     connect_timeout = std::chrono::milliseconds(tier_.connect_timeout_ms);
     request_timeout = std::chrono::milliseconds(tier_.request_timeout_ms);
@@ -478,7 +464,7 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     if (it != in_flight_.end() && it->second.stalled) --stalled_;
     // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
     if (verdict.breaker == BreakerSignal::kFailure) {
-      caps_.Failed(job.channel, job.tenant, std::chrono::steady_clock::now());
+      caps_.Failed(job.channel, std::chrono::steady_clock::now());
     } else if (verdict.delivered &&
                outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
       caps_.Succeeded(job.channel);

@@ -19,9 +19,8 @@
 //
 // Caps. A CapLedger counts the jobs in flight per channel and per tenant; every claim passes
 // the counts, and the claim statement leaves out channels and tenants at their cap and never
-// takes one past it. When a claim makes a channel (tenant) reach its cap, the runner demotes
-// its waiting jobs to priority 2 in one statement (at most once a second each; CapDemotion),
-// so every other channel's fresh jobs come first.
+// takes one past it; past a capped backlog it finds the others' jobs through its skip scan
+// (ADR 0012). Caps reached are counted and summarized (CapSummary).
 //
 // Stalled requests. An attempt still in flight `stalled_after_ms` after it was sent gives its
 // worker slot back (at most kStalledPerWorker × workers of the tier's requests at once): a
@@ -77,8 +76,8 @@
 #include <unordered_map>
 
 #include "breaker_keeper.h"
-#include "cap_demotion.h"
 #include "cap_ledger.h"
+#include "cap_summary.h"
 #include "claim_store.h"
 #include "completion_writer.h"
 #include "config.h"
@@ -154,10 +153,9 @@ class QueueRunner {
   // Probes sent, and jobs the claim found behind a breaker and parked, since start.
   uint64_t probes() const { return probes_.load(); }
   uint64_t parked_at_claim() const { return parked_at_claim_.load(); }
-  // Times a channel (tenant) reached its cap here, and jobs demoted for it, since start.
-  uint64_t channel_caps_hit() const { return demotion_.channel_caps_hit(); }
-  uint64_t tenant_caps_hit() const { return demotion_.tenant_caps_hit(); }
-  uint64_t demoted() const { return demotion_.demoted(); }
+  // Times a channel (tenant) reached its cap here since start.
+  uint64_t channel_caps_hit() const { return cap_summary_.channel_caps_hit(); }
+  uint64_t tenant_caps_hit() const { return cap_summary_.tenant_caps_hit(); }
   // Jobs a Retry-After pushed later, and channels a 410 disabled (by this node), since start.
   uint64_t snoozed() const { return answers_.snoozed(); }
   uint64_t channels_gone() const { return answers_.channels_gone(); }
@@ -168,9 +166,6 @@ class QueueRunner {
   std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken);
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
   using CapsReached = CapLedger::AtCap;
-  // Demotes the backlogs of channels and tenants at their cap, each at most once a second
-  // (runner thread); `reached` counts them as caps hit. Returns whether a statement ran.
-  bool Demote(const CapsReached& at_cap, bool reached);
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
@@ -228,8 +223,8 @@ class QueueRunner {
   RepeatedEvent discarded_log_;
   RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
 
-  // The demotion of capped backlogs and its caps_summary (runner thread; see cap_demotion.h).
-  CapDemotion demotion_;
+  // Caps reached, counted and summarized (runner thread; see cap_summary.h).
+  CapSummary cap_summary_;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;

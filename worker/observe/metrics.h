@@ -8,7 +8,7 @@
 //
 // Who records what (each from the thread that already owns the event):
 //   QueueRunner (runner thread)  queue wait, claim duration, parked at claim, probes (half_open)
-//   CapDemotion (runner thread)  caps hit
+//   CapSummary (runner thread)   caps hit
 //   EndpointAnswers (runner)     channels disabled by a 410, waiting jobs snoozed
 //   QueueRunner (sender I/O)     deliveries by outcome (the Verdict's), delivery duration, SSRF
 //                                refusals; answering jobs snoozed (EndpointAnswers)

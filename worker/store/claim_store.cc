@@ -58,16 +58,12 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     tenants.push_back(id);
     tenant_counts.push_back(n);
   }
-  std::vector<int64_t> refill_room(limits.refill_room.begin(), limits.refill_room.end());
-  if (refill_room.size() != limits.refill.size()) {
-    refill_room.assign(limits.refill.size(), limits.channel_cap);  // each its channel's room
-  }
   // The claim's custom plans cost more to make (5–10 ms, for its many CTEs) than to run, and
   // its generic plan is as good for every parameter: the LATERALs fix its shape. Plan once.
   // The setting is the session's, made once per connection: as SET LOCAL it cost a
   // transaction block, BEGIN, SET, claim and COMMIT, four round trips for every claim, where
   // the claim alone, one statement, is atomic in autocommit. Every later statement on a
-  // claiming connection (the runner's: probes, demotion, hand-back) is planned generically
+  // claiming connection (the runner's: probes, snooze, 410, hand-back) is planned generically
   // too; each of those is shaped by its SQL, not by its parameters.
   //
   // The generic plan is made at the first claim, from the statistics of that moment, and kept
@@ -76,7 +72,7 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   // then a sort: 15 ms a claim with 40,000 due jobs, measured with auto_explain, against
   // well under a millisecond in order), because a generic plan guesses a LIMIT of $2 + 1000 as
   // a tenth of the table. Every statement on this connection is meant to run from an index
-  // (the windows, the channel lookups, probes, demotion, hand-back), so the other two access
+  // (the windows, the skip scan, the channel lookups, probes, hand-back), so the other two access
   // paths are switched off for it, and its plans cannot drift with the table.
   if (!generic_plans_) {
     pqxx::nontransaction(conn_, "generic_plans")
@@ -86,10 +82,10 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     generic_plans_ = true;
   }
   pqxx::nontransaction tx(conn_, "claim");
-  pqxx::result rows = tx.exec_prepared(
-      "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
-      PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(limits.refill),
-      PgArray(refill_room), PgArray(channel_windows), first_window);
+  pqxx::result rows =
+      tx.exec_prepared("claim", queue, limit, node, PgArray(channels), PgArray(channel_counts),
+                       PgArray(tenants), PgArray(tenant_counts), limits.channel_cap,
+                       limits.tenant_cap, PgArray(channel_windows), first_window);
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;
@@ -121,24 +117,6 @@ std::vector<ClaimedJob> ClaimStore::ClaimProbes(const std::string& queue, int li
     jobs.back().probe = true;
   }
   return jobs;
-}
-
-int ClaimStore::DemoteChannels(const std::vector<int64_t>& channels) {
-  if (channels.empty()) return 0;
-  pqxx::work tx(conn_, "demote_channels");
-  int demoted =
-      static_cast<int>(tx.exec_prepared("demote_channels", PgArray(channels)).affected_rows());
-  tx.commit();
-  return demoted;
-}
-
-int ClaimStore::DemoteTenants(const std::vector<int64_t>& tenants) {
-  if (tenants.empty()) return 0;
-  pqxx::work tx(conn_, "demote_tenants");
-  int demoted =
-      static_cast<int>(tx.exec_prepared("demote_tenants", PgArray(tenants)).affected_rows());
-  tx.commit();
-  return demoted;
 }
 
 int ClaimStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {

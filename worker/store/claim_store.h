@@ -1,5 +1,5 @@
 // ClaimStore: what a queue runner runs against the database — the claim, the breaker's probe
-// claim, demotion of a capped backlog, the Retry-After snooze, the 410 Gone disable, and the
+// claim, the Retry-After snooze, the 410 Gone disable, and the
 // hand-back at shutdown. Its SQL, with each statement's contract and reasons, is
 // worker/store/claim_store.sql; the store prepares only those statements on its connection.
 //
@@ -22,9 +22,8 @@ namespace bulkhead {
 class ClaimStore {
  public:
   // The names (worker/store/claim_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {
-      "Claim",         "ClaimProbes", "DemoteChannels", "DemoteTenants",
-      "SnoozeChannel", "DisableGone", "HandBack"};
+  static constexpr std::string_view kStatements[] = {"Claim", "ClaimProbes", "SnoozeChannel",
+                                                     "DisableGone", "HandBack"};
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit ClaimStore(pqxx::connection_base& conn);
@@ -45,12 +44,6 @@ class ClaimStore {
   // probe_window_ms. Jobs come back with probe = true.
   std::vector<ClaimedJob> ClaimProbes(const std::string& queue, int limit, const std::string& node,
                                       int64_t probe_window_ms);
-
-  // Demotes the fresh waiting jobs (priority 1 → 2) of the channels, or of every channel of the
-  // tenants, that reached their cap on a node: one statement for all, nothing for none.
-  // Returns the jobs demoted.
-  int DemoteChannels(const std::vector<int64_t>& channels);
-  int DemoteTenants(const std::vector<int64_t>& tenants);
 
   // Pushes the channel's available jobs to no earlier than now() + delay_ms (a Retry-After);
   // never earlier than they were. Returns the jobs moved.

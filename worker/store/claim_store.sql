@@ -18,10 +18,10 @@ CASE WHEN claimed.old_secrets_until > now() THEN
     WHERE s.channel_id = claimed.channel_id AND s.expires_at > now()) END
 
 -- fragment: claim_window(priority, gate)
--- One of the claim's three scans (see Claim): the due available jobs of queue $1 at
--- `priority`, read in order from jobs_claim through a window of at most $2 + 1000 rows that
--- also pass `gate`, each locked through the primary key (FOR UPDATE SKIP LOCKED) in a LATERAL.
--- The statement adds what it leaves out after the window, and the LIMIT.
+-- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
+-- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + 1000 of them.
+-- Those of a channel or tenant at its cap are left out after the window; the rest are locked
+-- one by one through the primary key (FOR UPDATE SKIP LOCKED, in a LATERAL) until there are $2.
 SELECT d.*
     FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
@@ -34,12 +34,27 @@ SELECT d.*
            FROM bulkhead.jobs j
           WHERE j.id = w.id AND j.state = 'available'
             FOR UPDATE SKIP LOCKED) AS d
+   WHERE {{uncapped(w)}}
+   LIMIT $2
 
 -- fragment: uncapped(row)
--- The claim's caps: `row`'s channel and tenant are not among those this node runs at their cap
--- (the CTEs flying and tenant_flying, from $4–$7, against the caps $8 and $9).
-{{row}}.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying WHERE n >= $8))
+-- The claim's caps: `row`'s channel is not among those this node runs at their window or cap,
+-- nor its tenant among those at their cap (the CTEs flying and tenant_flying, from $4–$7 and
+-- $10, against the caps $8 and $9). A channel at its window may take nothing more, so its rows
+-- are not locked either.
+{{row}}.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying
+                                         WHERE n >= least(coalesce(win, $11), $8)))
              AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
+
+-- fragment: next_head(after)
+-- The skip scan's step (Claim's CTE heads): the first available job, in jobs_channel_available's
+-- order, whose (channel, priority) comes after `after` (a row comparison, so one index descent
+-- skips a whole backlog, however long); the first of all when `after` is the lowest pair.
+SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
+           FROM bulkhead.jobs h
+          WHERE h.state = 'available' AND (h.channel_id, h.priority) > {{after}}
+          ORDER BY h.channel_id, h.priority, h.scheduled_at, h.id
+          LIMIT 1
 
 -- name: Claim
 -- Claims up to $2 due jobs of queue $1 for node $3 within the caps; parks those not flowing.
@@ -52,81 +67,93 @@ SELECT d.*
 -- - FOR UPDATE SKIP LOCKED: nodes claiming the same queue at once take disjoint rows instead of
 --   queueing behind each other's locks.
 -- - The caps (docs/caps.md). The runner passes what it has in flight per
---   channel ($4, $5) and per tenant ($6, $7) and the caps ($8, $9). Channels and tenants at
---   their cap are left out of every scan, so their jobs take no slot and cost nothing but the
---   index entries stepped over; the rest are ranked per channel and per tenant so that one
---   claim never takes a channel or tenant past its cap. Rows picked beyond a cap stay
---   available (their locks end with the statement).
--- - One scan per priority, in priority order, each stopping at the first job not yet due
---   (`scheduled_at <= now()` bounds the index range), so retries waiting for hours never
---   lengthen a claim. Priority 2 and 3 are read only when the fresh jobs did not fill the
---   limit. Each scan reads jobs_claim in order through a window of at most limit + 1000 rows,
---   leaves out what is capped, and locks the rest one by one through the primary key until
---   it has `limit` (a LATERAL: the planner cannot turn it into a hash join or a seq scan, which
---   it would otherwise pick from its low estimate of the cap filters). Rows are read only as
---   far as needed, so an uncapped claim reads `limit` rows.
--- - The fresh scan leaves capped channels and tenants out inside its window, not after it:
---   a hanging channel at its cap whose backlog keeps growing at priority 1 would otherwise
---   fill the whole window with rows nobody may take, and every other channel's fresh jobs
---   behind them would wait — measured: healthy p99 992 ms against 16.5 ms while a dead
---   channel's backlog grew for the 2 s before its breaker opened. Stepping over a capped
---   channel's fresh rows costs only while they are fresh: the runner demotes a capped
---   channel's backlog when it reaches its cap and again every second while it stays there
---   (QueueRunner), so at most about a second of its enqueues lies in the fresh range. The
---   demoted and unparked scans keep the filter after their window: a demoted backlog can be
---   100,000 rows, and a capped channel's rows there cost a claim at most the window.
--- - Refill ($10, $11): channels this node demoted and still runs get their next jobs through
---   jobs_channel_available, so a busy channel below its cap is refilled even when its jobs lie
---   beyond the window behind another capped channel's backlog. Each takes at most its room
---   $11, which the runner bounds by the channel's share of its tenant's room (CapLedger):
---   every row taken here is locked, a write to its tuple, and with only the channel's own
---   room as the bound, a tenant of 20 demoted channels had 891 rows locked for the 91 its
---   cap let through (auto_explain, a claim of 4–5 ms; docs/caps.md, "Refill").
+--   channel ($4, $5) and per tenant ($6, $7) and the caps ($8, $9). Channels at their window
+--   or cap and tenants at their cap are left out of every scan, so their jobs take no worker
+--   slot and are never locked; the rest are ranked per channel and per tenant so that one
+--   claim never takes a channel past its window or a tenant past its cap. Rows picked beyond
+--   stay available (their locks end with the statement).
+-- - First, the windows: one per priority, in priority order, each stopping at the first job
+--   not yet due (`scheduled_at <= now()` bounds the index range), so retries waiting for hours
+--   never lengthen a claim. Priority 2 and 3 are read only when the ones before did not fill
+--   the limit. Each reads jobs_claim in order through a window of at most limit + 1000 rows,
+--   leaves out what is capped, and locks the rest one by one through the primary key until it
+--   has `limit` (a LATERAL: the planner cannot turn it into a hash join or a seq scan, which it
+--   would otherwise pick from its low estimate of the cap filters). Rows are read only as far
+--   as needed, so an uncapped claim reads `limit` rows. In order of time, every channel's
+--   jobs are found while the front of the queue is not held by a channel or tenant left out.
+-- - Then, when it is and the windows fell short, the spread (CTEs heads and spread): a skip
+--   scan of jobs_channel_available finds the first available job of every (channel,
+--   priority) with one index descent each, however long each backlog is; the due ones of this
+--   queue whose channel is below its window and cap and whose tenant is below its cap are
+--   taken oldest head first, each up to its channel's room. So a capped channel's backlog costs the others one descent, not a
+--   step per row: demotion, which rewrote a capped backlog to priority 2 so that the fresh
+--   window would not have to step over it (4.1 s for a 300,000-job burst, every claim of the
+--   tier waiting), is gone (ADR 0012). The spread runs only when this node has a channel at
+--   its window or cap or a tenant at its cap (nothing else leaves a due job out of the
+--   windows) and the windows did not fill the limit; it costs a descent per (channel, priority)
+--   with available jobs in any queue, due or not.
 -- - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
---   in the way however many there are.
+--   in the way however many there are. Priority 2 is no longer written (it was the demoted
+--   backlog); rows left at it by an older version are claimed after the fresh ones, as before.
 -- - The breaker is checked here, in the same statement, against the committed channel row:
 --   a job picked for a channel whose breaker is not closed, or that is paused, is parked
 --   instead of claimed (no attempt spent). That catches the one race parking in one statement
 --   leaves open: an enqueue that read the breaker closed and committed just after the park.
--- - Slow start ($12, $13): a channel is ranked against its window, not its whole cap — its own
---   ($12, for channels in flight here) or, for one this node has no record of, the first
---   window $13 (CapLedger: 10, growing by one with each quick answer). Only the ranking uses it;
---   the scans leave a channel out only at its cap, so a channel ramping up costs no
---   demotion. Without it a channel that died took its whole cap in the first wave: 100
---   requests per node at the default 200 workers, where the seed's bar is under 15.
+-- - Slow start ($10, $11): a channel is ranked against its window, not its whole cap — its own
+--   ($10, for channels in flight here) or, for one this node has no record of, the first
+--   window $11 (CapLedger: 10, growing by one with each quick answer); the spread takes at
+--   most a channel's room in its window. Without it a
+--   channel that died took its whole cap in the first wave: 100 requests per node at the
+--   default 200 workers, where the seed's bar is under 15.
 -- - Rows come back in claim order; parked ones too, so the runner knows how many it took.
-WITH flying AS (
+WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win
-    FROM unnest($4::bigint[], $5::int[], $12::int[]) AS u(channel_id, n, win)
+    FROM unnest($4::bigint[], $5::int[], $10::int[]) AS u(channel_id, n, win)
 ), tenant_flying AS (
   SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), fresh AS (
-  {{claim_window(1, {{uncapped(k)}})}}
-   LIMIT $2
+  {{claim_window(1, true)}}
 ), demoted AS (
   {{claim_window(2, (SELECT count(*) FROM fresh) < $2)}}
-   WHERE {{uncapped(w)}}
-   LIMIT $2
 ), unparked AS (
   {{claim_window(3, (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2)}}
-   WHERE {{uncapped(w)}}
-   LIMIT $2
-), refill AS (
+), heads AS (
+  -- The skip scan, from the lowest (channel, priority) on, only when the windows fell short
+  -- while something here is at its window or cap.
+  (SELECT first.*
+     FROM ({{next_head(ROW(0::bigint, 0::smallint))}}) AS first
+    WHERE (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted)
+            + (SELECT count(*) FROM unparked) < $2
+      AND (EXISTS (SELECT FROM flying WHERE n >= least(coalesce(win, $11), $8))
+           OR EXISTS (SELECT FROM tenant_flying WHERE n >= $9)))
+  UNION ALL
+  SELECT n.*
+    FROM heads g
+   CROSS JOIN LATERAL ({{next_head(ROW(g.channel_id, g.priority))}}) AS n
+), spread AS (
   SELECT next.*
-    FROM unnest($10::bigint[], $11::int[]) AS c(channel_id, room)
-    LEFT JOIN flying f USING (channel_id)
+    FROM (SELECT g.channel_id, g.priority,
+                 least(coalesce((SELECT f.win FROM flying f WHERE f.channel_id = g.channel_id),
+                                $11), $8)
+                   - coalesce((SELECT f.n FROM flying f WHERE f.channel_id = g.channel_id), 0)
+                   AS room
+            FROM heads g
+           WHERE g.queue = $1 AND g.scheduled_at <= now() AND {{uncapped(g)}}
+           ORDER BY g.priority, g.scheduled_at, g.channel_id
+           LIMIT $2) AS g
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
            FROM bulkhead.jobs j
-          WHERE j.channel_id = c.channel_id AND j.state = 'available' AND j.queue = $1
-            AND j.scheduled_at <= now()
-          ORDER BY j.priority, j.scheduled_at, j.id
-          LIMIT greatest(least($8 - coalesce(f.n, 0), c.room, $2), 0)
+          WHERE j.channel_id = g.channel_id AND j.state = 'available'
+            AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
+          ORDER BY j.scheduled_at, j.id
+          LIMIT greatest(least(g.room, $2), 0)
             FOR UPDATE SKIP LOCKED) AS next
+   LIMIT $2
 ), candidates AS (
   SELECT DISTINCT ON (id) *
     FROM (SELECT * FROM fresh UNION ALL SELECT * FROM demoted UNION ALL SELECT * FROM unparked
-          UNION ALL SELECT * FROM refill) AS u
+          UNION ALL SELECT * FROM spread) AS u
 ), ranked AS (
   SELECT c.*,
          row_number() OVER (PARTITION BY c.channel_id ORDER BY c.priority, c.scheduled_at, c.id)
@@ -139,7 +166,7 @@ WITH flying AS (
     LEFT JOIN tenant_flying t ON t.tenant_id = c.tenant_id
 ), picked AS (
   SELECT id FROM ranked
-   WHERE channel_n <= least(coalesce(win, $13), $8) AND tenant_n <= $9
+   WHERE channel_n <= least(coalesce(win, $11), $8) AND tenant_n <= $9
    ORDER BY priority, scheduled_at, id
    LIMIT $2
 ), claimed AS (
@@ -226,27 +253,6 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
        {{old_secrets}} AS old_secrets,
        (SELECT count(*) FROM probing) AS probing
   FROM claimed
-
--- name: DemoteChannels
--- Moves the fresh waiting jobs of channels $1 behind every other channel's (priority 1 → 2).
--- Channels reached their cap on a node: their fresh waiting jobs move behind every other
--- channel's fresh ones (priority 1 → 2), over jobs_channel_available. Jobs due later are
--- demoted too: they join the same backlog. One statement for every channel due, however many:
--- a channel whose request stalled is at a cap of 1 until it answers quickly, so a node with
--- 1,000 hanging channels has 1,000 due a second — as a statement each, the runner thread did
--- nothing else and claimed once in 3 s (load/engine_bench.sh inflight, docs/caps.md).
-UPDATE bulkhead.jobs
-   SET priority = 2
- WHERE channel_id = ANY($1::bigint[]) AND state = 'available' AND priority = 1
-
--- name: DemoteTenants
--- Moves the fresh waiting jobs of every channel of tenants $1 behind the others (priority 1 → 2).
--- The same for every channel of tenants that reached their cap, through the tenants' channels
--- (channels_tenant) and each channel's available jobs; one statement for all of them.
-UPDATE bulkhead.jobs
-   SET priority = 2
- WHERE channel_id IN (SELECT id FROM bulkhead.channels WHERE tenant_id = ANY($1::bigint[]))
-   AND state = 'available' AND priority = 1
 
 -- name: SnoozeChannel
 -- Pushes channel $1's available jobs to no earlier than now() + $2 ms (a Retry-After).

@@ -57,11 +57,6 @@ struct ClaimLimits {
   std::vector<int> channel_windows;
   int first_window = 0;
   std::vector<std::pair<int64_t, int>> tenants_in_flight;  // tenant id → jobs in flight
-  // Channels this node demoted that still have jobs in flight here: refilled directly.
-  std::vector<int64_t> refill;
-  // For each channel of `refill`, in the same order: the most the refill may lock and take of
-  // it. Empty: each takes up to its channel's room.
-  std::vector<int> refill_room;
 };
 
 // A claimed job to give back unattempted (shutdown).
