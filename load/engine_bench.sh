@@ -46,6 +46,10 @@
 #                                        # afresh for every run); the caps-cost burst with each in
 #                                        # turn, ENGINE_BENCH_PAIRS (3) times, the order swapped
 #                                        # every other pair; the ratio of the medians
+#   load/engine_bench.sh binary-swap-lone  # the same for caps-lone's layout (20 channels of one
+#                                        # tenant, share 0.5)
+#   load/engine_bench.sh binary-swap-busy  # the same for latency-busy: each build's p50 and
+#                                        # p99, and the ratio of the median p99s
 #   load/engine_bench.sh rotation-cost   # what a rotation costs the claim and the send: the
 #                                        # caps-cost burst with every channel holding one old
 #                                        # secret (--old-secrets 1: two signatures a request) and
@@ -159,18 +163,20 @@ rotation_side_by_side() {
   summary+=("$label: one old secret ${one[*]} -> median $m1; none ${none[*]} -> median $m0; one/none $ratio")
 }
 
-# binary_swap JOBS ARGS…: the burst with the earlier build (ENGINE_BENCH_BEFORE) and this one in
-# turn; build/bin/bulkhead is put back however the run ends.
+# binary_swap KIND LABEL ARGS…: `bulkhead-engine-bench KIND ARGS…` with the earlier build
+# (ENGINE_BENCH_BEFORE) and this one in turn, ENGINE_BENCH_PAIRS (3) times each, the order
+# swapped every other pair, on a database made afresh for each run; build/bin/bulkhead is put
+# back however the run ends. KIND throughput compares deliveries/s, latency the p99 (and
+# prints each run's p50); the summary gives the ratio of the medians, this/before.
 binary_swap() {
   local before=${ENGINE_BENCH_BEFORE:?binary-swap needs ENGINE_BENCH_BEFORE=DIR}
-  local jobs=${ENGINE_BENCH_JOBS:-$1}; shift
-  local label="binary-swap (20 channels, 20 tenants, 200 workers, share 0.5), $jobs jobs"
+  local kind=$1 label=$2; shift 2
   this=.run/bench-swap/bulkhead.this  # global: the EXIT trap puts it back
   mkdir -p .run/bench-swap
   cp build/bin/bulkhead "$this"
   trap 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead;
         load/embedded_postgres.sh stop "$run"' EXIT
-  local old=() new=() pairs=${ENGINE_BENCH_PAIRS:-3} out rate load order node runner
+  local old=() new=() pairs=${ENGINE_BENCH_PAIRS:-3} out figure p50 load order node runner unit
   for ((i = 1; i <= pairs; i++)); do
     if ((i % 2)); then order="before this"; else order="this before"; fi
     for which in $order; do
@@ -182,12 +188,19 @@ binary_swap() {
       cp "$node" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
       "$bindir/psql" -X -q "$conn" -c "DROP DATABASE engine_bench" -c "CREATE DATABASE engine_bench"
       echo "--- $label, pair $i, $which"
-      out=$("$runner" throughput --database "$db" --jobs "$jobs" --share 0.5 "$@")
+      out=$("$runner" "$kind" --database "$db" "$@")
       echo "$out"
-      rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
       load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
-      if [ "$which" = before ]; then old+=("$rate"); else new+=("$rate"); fi
-      summary+=("$label  pair $i  $which  $rate deliveries/s  load $load")
+      if [ "$kind" = latency ]; then
+        figure=$(sed -n 's/.* p99 \([0-9.]*\) ms.*/\1/p' <<<"$out")
+        p50=$(sed -n 's/.*receiver: p50 \([0-9.]*\) ms.*/\1/p' <<<"$out")
+        unit="ms p99 (p50 $p50 ms)"
+      else
+        figure=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
+        unit="deliveries/s"
+      fi
+      if [ "$which" = before ]; then old+=("$figure"); else new+=("$figure"); fi
+      summary+=("$label  pair $i  $which  $figure $unit  load $load")
     done
   done
   cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
@@ -237,7 +250,17 @@ for mode in $modes; do
     metrics-cost)
       metrics_side_by_side 50000 --channels 20 --workers 200 ;;
     binary-swap)
-      binary_swap 50000 --channels 20 --workers 200 ;;
+      binary_swap throughput "binary-swap (20 channels, 20 tenants, 200 workers, share 0.5), \
+${ENGINE_BENCH_JOBS:-50000} jobs" --jobs "${ENGINE_BENCH_JOBS:-50000}" --share 0.5 \
+        --channels 20 --workers 200 ;;
+    binary-swap-lone)
+      binary_swap throughput "binary-swap-lone (20 channels, 1 tenant, 200 workers, share \
+0.5), ${ENGINE_BENCH_JOBS:-50000} jobs" --jobs "${ENGINE_BENCH_JOBS:-50000}" --share 0.5 \
+        --channels 20 --tenants 1 --workers 200 ;;
+    binary-swap-busy)
+      binary_swap latency "binary-swap-busy (50/s beside a burst of \
+${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
+        --seconds "${ENGINE_BENCH_SECONDS:-20}" --background "${ENGINE_BENCH_BACKGROUND:-300000}" ;;
     rotation-cost)
       rotation_side_by_side 50000 --channels 20 --workers 200 ;;
     isolation)
@@ -246,7 +269,8 @@ for mode in $modes; do
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
          "(throughput, latency, latency-busy, latency-slots, inflight, caps-cost, caps-lone," \
-         "caps-bind, metrics-cost, binary-swap, rotation-cost," \
+         "caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
+         "rotation-cost," \
          "isolation, churn)" >&2; exit 2 ;;
   esac
   echo

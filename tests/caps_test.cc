@@ -174,6 +174,26 @@ TEST_F(CapsTest, TheClaimReachesPastACappedBacklogLongerThanItsWindowsAndRewrite
             (std::map<int64_t, int>{{capped, 2}}));
 }
 
+// A tenant one short of its cap fills the windows with its rows: they are locked, but the caps
+// let one through. The claim still looks past them for the others' jobs, in the same claim:
+// counting the rows the windows locked, it had not, and a job behind a busy tenant waited for
+// a claim that began with that tenant at its cap (p50 40 ms beside a 300,000-job burst).
+TEST_F(CapsTest, ATenantOneShortOfItsCapDoesNotHideTheJobsBehindIt) {
+  int64_t a = Tenant("a"), b = Tenant("b");
+  int64_t busy = Channel(a), light = Channel(b);
+  Enqueue(busy, 3000);
+  Enqueue(light, 4);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 100;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{busy, 9}};
+  limits.channel_windows = {100};
+  limits.tenants_in_flight = {{a, 9}};
+  EXPECT_EQ(PerChannel(store.Claim("default", 20, "node-a", limits)),
+            (std::map<int64_t, int>{{busy, 1}, {light, 4}}));
+}
+
 // An older version demoted capped backlogs to priority 2; such rows are still claimed, after
 // every fresh job and before jobs back from parking (priority 3).
 TEST_F(CapsTest, JobsAnOlderVersionDemotedAreClaimedAfterTheFreshOnes) {

@@ -46,6 +46,25 @@ SELECT d.*
                                          WHERE n >= least(coalesce(win, $11), $8)))
              AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
 
+-- fragment: within_caps(rows)
+-- The rows of the CTE `rows` (id, channel_id, tenant_id, priority, scheduled_at) that the caps
+-- let one claim take: ranked per channel and per tenant in claim order after what this node
+-- already runs (flying, tenant_flying), at most each channel's window ($10, or the first
+-- window $11 for a channel not in flight here) and cap ($8), and each tenant's cap ($9).
+SELECT r.*
+    FROM (SELECT c.*,
+                 row_number() OVER (PARTITION BY c.channel_id
+                                    ORDER BY c.priority, c.scheduled_at, c.id)
+                   + coalesce(f.n, 0) AS channel_n,
+                 row_number() OVER (PARTITION BY c.tenant_id
+                                    ORDER BY c.priority, c.scheduled_at, c.id)
+                   + coalesce(t.n, 0) AS tenant_n,
+                 least(coalesce(f.win, $11), $8) AS channel_room
+            FROM {{rows}} c
+            LEFT JOIN flying f ON f.channel_id = c.channel_id
+            LEFT JOIN tenant_flying t ON t.tenant_id = c.tenant_id) AS r
+   WHERE r.channel_n <= r.channel_room AND r.tenant_n <= $9
+
 -- fragment: next_head(after)
 -- The skip scan's step (Claim's CTE heads): the first available job, in jobs_channel_available's
 -- order, whose (channel, priority) comes after `after` (a row comparison, so one index descent
@@ -85,13 +104,19 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   scan of jobs_channel_available finds the first available job of every (channel,
 --   priority) with one index descent each, however long each backlog is; the due ones of this
 --   queue whose channel is below its window and cap and whose tenant is below its cap are
---   taken oldest head first, each up to its channel's room. So a capped channel's backlog costs the others one descent, not a
+--   taken oldest head first, each up to its room (in its window and cap, and in its
+--   tenant's cap: a tenant one short of its cap with 20 channels ahead would otherwise lock
+--   the claim's whole limit before the next tenant's head). So a capped channel's backlog costs the others one descent, not a
 --   step per row: demotion, which rewrote a capped backlog to priority 2 so that the fresh
 --   window would not have to step over it (4.1 s for a 300,000-job burst, every claim of the
---   tier waiting), is gone (ADR 0012). The spread runs only when this node has a channel at
---   its window or cap or a tenant at its cap (nothing else leaves a due job out of the
---   windows) and the windows did not fill the limit; it costs a descent per (channel, priority)
---   with available jobs in any queue, due or not.
+--   tier waiting), is gone (ADR 0012). The spread runs only when what the windows found
+--   within the caps falls short of the limit and something was held back: a channel at its
+--   window or cap or a tenant at its cap on this node, or window rows the caps did not let
+--   through (nothing else leaves a due job out of the windows). Counting what they locked
+--   instead missed a tenant one short of its cap: its rows filled the windows, one of them was
+--   claimable, and the jobs behind waited for a claim that began with it at its cap (p50
+--   40 ms beside a 300,000-job burst). It costs a descent per (channel, priority) with
+--   available jobs in any queue, due or not.
 -- - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
 --   in the way however many there are. Priority 2 is no longer written (it was the demoted
 --   backlog); rows left at it by an older version are claimed after the fresh ones, as before.
@@ -117,14 +142,19 @@ WITH RECURSIVE flying AS (
   {{claim_window(2, (SELECT count(*) FROM fresh) < $2)}}
 ), unparked AS (
   {{claim_window(3, (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted) < $2)}}
+), windows AS (
+  SELECT * FROM fresh UNION ALL SELECT * FROM demoted UNION ALL SELECT * FROM unparked
+), windows_kept AS (
+  {{within_caps(windows)}}
 ), heads AS (
-  -- The skip scan, from the lowest (channel, priority) on, only when the windows fell short
-  -- while something here is at its window or cap.
+  -- The skip scan, from the lowest (channel, priority) on, only when what the windows found
+  -- within the caps falls short and something was held back: a channel or tenant this node
+  -- runs at its window or cap, or rows of the windows the caps did not let through.
   (SELECT first.*
      FROM ({{next_head(ROW(0::bigint, 0::smallint))}}) AS first
-    WHERE (SELECT count(*) FROM fresh) + (SELECT count(*) FROM demoted)
-            + (SELECT count(*) FROM unparked) < $2
-      AND (EXISTS (SELECT FROM flying WHERE n >= least(coalesce(win, $11), $8))
+    WHERE (SELECT count(*) FROM windows_kept) < $2
+      AND ((SELECT count(*) FROM windows_kept) < (SELECT count(*) FROM windows)
+           OR EXISTS (SELECT FROM flying WHERE n >= least(coalesce(win, $11), $8))
            OR EXISTS (SELECT FROM tenant_flying WHERE n >= $9)))
   UNION ALL
   SELECT n.*
@@ -133,10 +163,12 @@ WITH RECURSIVE flying AS (
 ), spread AS (
   SELECT next.*
     FROM (SELECT g.channel_id, g.priority,
-                 least(coalesce((SELECT f.win FROM flying f WHERE f.channel_id = g.channel_id),
-                                $11), $8)
-                   - coalesce((SELECT f.n FROM flying f WHERE f.channel_id = g.channel_id), 0)
-                   AS room
+                 least(least(coalesce((SELECT f.win FROM flying f
+                                        WHERE f.channel_id = g.channel_id), $11), $8)
+                         - coalesce((SELECT f.n FROM flying f
+                                      WHERE f.channel_id = g.channel_id), 0),
+                       $9 - coalesce((SELECT t.n FROM tenant_flying t
+                                       WHERE t.tenant_id = g.tenant_id), 0)) AS room
             FROM heads g
            WHERE g.queue = $1 AND g.scheduled_at <= now() AND {{uncapped(g)}}
            ORDER BY g.priority, g.scheduled_at, g.channel_id
@@ -152,22 +184,11 @@ WITH RECURSIVE flying AS (
    LIMIT $2
 ), candidates AS (
   SELECT DISTINCT ON (id) *
-    FROM (SELECT * FROM fresh UNION ALL SELECT * FROM demoted UNION ALL SELECT * FROM unparked
-          UNION ALL SELECT * FROM spread) AS u
-), ranked AS (
-  SELECT c.*,
-         row_number() OVER (PARTITION BY c.channel_id ORDER BY c.priority, c.scheduled_at, c.id)
-           + coalesce(f.n, 0) AS channel_n,
-         row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.priority, c.scheduled_at, c.id)
-           + coalesce(t.n, 0) AS tenant_n,
-         f.win
-    FROM candidates c
-    LEFT JOIN flying f ON f.channel_id = c.channel_id
-    LEFT JOIN tenant_flying t ON t.tenant_id = c.tenant_id
+    FROM (SELECT * FROM windows UNION ALL SELECT * FROM spread) AS u
 ), picked AS (
-  SELECT id FROM ranked
-   WHERE channel_n <= least(coalesce(win, $11), $8) AND tenant_n <= $9
-   ORDER BY priority, scheduled_at, id
+  SELECT k.id
+    FROM ({{within_caps(candidates)}}) AS k
+   ORDER BY k.priority, k.scheduled_at, k.id
    LIMIT $2
 ), claimed AS (
   UPDATE bulkhead.jobs AS j
