@@ -35,9 +35,12 @@ TEST(CapLedger, ReportsTheJobThatReachesACapAndTheOneThatLeavesIt) {
   EXPECT_TRUE(third.tenant);
   EXPECT_EQ(ledger.in_flight(1), 2);
   EXPECT_EQ(ledger.tenant_in_flight(100), 3);
-  EXPECT_TRUE(ledger.Remove(2, 100));   // the tenant was at its cap
-  EXPECT_TRUE(ledger.Remove(1, 100));   // the channel was at its cap
-  EXPECT_FALSE(ledger.Remove(1, 100));  // neither was
+  EXPECT_TRUE(ledger.Holds(2, 100));  // the tenant was at its cap
+  ledger.Remove(2, 100);
+  EXPECT_TRUE(ledger.Holds(1, 100));  // the channel was at its cap
+  ledger.Remove(1, 100);
+  EXPECT_FALSE(ledger.Holds(1, 100));  // neither was
+  ledger.Remove(1, 100);
   EXPECT_EQ(ledger.tracked(), 0u);
 }
 
@@ -64,16 +67,22 @@ TEST(CapLedger, AnEndedJobOpensASlotOnlyWhenItsChannelOrTenantWasAtItsCap) {
   CapLedger ledger({3, 4});
   ledger.Add(1, 100);
   ledger.Add(1, 100);
-  EXPECT_FALSE(ledger.Remove(1, 100));  // 2 of 3, tenant 2 of 4
+  EXPECT_FALSE(ledger.Holds(1, 100));  // 2 of 3, tenant 2 of 4
+  ledger.Remove(1, 100);
   ledger.Add(1, 100);
   ledger.Add(1, 100);  // 3 of 3
-  EXPECT_TRUE(ledger.Remove(1, 100));
+  EXPECT_TRUE(ledger.Holds(1, 100));
+  ledger.Remove(1, 100);
   ledger.Add(2, 100);
-  ledger.Add(2, 100);                   // channel 1 at 2, channel 2 at 2: tenant 100 at 4 of 4
-  EXPECT_TRUE(ledger.Remove(2, 100));   // its tenant was at its cap
-  EXPECT_FALSE(ledger.Remove(2, 100));  // 3 of 4
-  EXPECT_FALSE(ledger.Remove(1, 100));
-  EXPECT_FALSE(ledger.Remove(1, 100));
+  ledger.Add(2, 100);                 // channel 1 at 2, channel 2 at 2: tenant 100 at 4 of 4
+  EXPECT_TRUE(ledger.Holds(2, 100));  // its tenant was at its cap
+  ledger.Remove(2, 100);
+  EXPECT_FALSE(ledger.Holds(2, 100));  // 3 of 4
+  ledger.Remove(2, 100);
+  EXPECT_FALSE(ledger.Holds(1, 100));
+  ledger.Remove(1, 100);
+  EXPECT_FALSE(ledger.Holds(1, 100));
+  ledger.Remove(1, 100);
   EXPECT_EQ(ledger.in_flight(1), 0);
   EXPECT_EQ(ledger.tracked(), 0u);
 }
@@ -90,7 +99,8 @@ TEST(CapLedgerFailing, AFailingChannelIsCappedAtOneUntilItSucceeds) {
   EXPECT_TRUE(ledger.Add(7, 70).channel);
   EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 10}}));
   // Its end opens the slot for it again; it stays failing (and tracked) at 0 in flight.
-  EXPECT_TRUE(ledger.Remove(7, 70));
+  EXPECT_TRUE(ledger.Holds(7, 70));
+  ledger.Remove(7, 70);
   EXPECT_TRUE(ledger.failing(7));
   EXPECT_EQ(ledger.tracked(), 1u);
   // A quick success gives it the tier's cap back, and it is forgotten at 0 in flight.
@@ -106,7 +116,8 @@ TEST(CapLedgerFailing, AChannelAlreadyPastOneWhenItFailsTakesNoMore) {
   for (int i = 0; i < 4; ++i) ledger.Add(7, 70);
   ledger.Failed(7, now);
   EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 13}}));
-  EXPECT_TRUE(ledger.Remove(7, 70));  // 3 left, still over its cap of 1: its slot opened
+  EXPECT_TRUE(ledger.Holds(7, 70));  // 3 left, still over its cap of 1: its slot opened
+  ledger.Remove(7, 70);
   EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 12}}));
 }
 
@@ -136,7 +147,8 @@ TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
   };
   for (int i = 0; i < 10; ++i) ledger.Add(1, 100);
   EXPECT_EQ(window_of(1), 10);
-  EXPECT_TRUE(ledger.Remove(1, 100)) << "at its window: a slot opened for it";
+  EXPECT_TRUE(ledger.Holds(1, 100)) << "at its window: a slot opened for it";
+  ledger.Remove(1, 100);
   ledger.Add(1, 100);
   for (int i = 0; i < 5; ++i) ledger.Succeeded(1);
   EXPECT_EQ(window_of(1), 15);

@@ -37,17 +37,19 @@ CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
   Reached reached;
   Count& c = channels_[channel];
   reached.channel = ++c.n == ChannelCap(c);
-  reached.window = c.n == Window(c);
   reached.tenant = ++tenants_[tenant].n == caps_.tenant;
   return reached;
 }
 
-bool CapLedger::Remove(int64_t channel, int64_t tenant) {
-  bool opened = false;
+bool CapLedger::Holds(int64_t channel, int64_t tenant) const {
+  auto c = channels_.find(channel);
+  if (c != channels_.end() && c->second.n >= Window(c->second)) return true;
+  auto t = tenants_.find(tenant);
+  return t != tenants_.end() && t->second.n >= caps_.tenant;
+}
+
+void CapLedger::Remove(int64_t channel, int64_t tenant) {
   if (auto it = channels_.find(channel); it != channels_.end()) {
-    // At its window or cap: the channel may have more waiting that the caps held back, and
-    // this slot is for it.
-    opened |= it->second.n >= Window(it->second);
     // A failing channel is remembered at 0 in flight (until Forget), so that its cap stays 1;
     // one with a grown window, so that it keeps it for a while.
     if (--it->second.n <= 0 && !it->second.failing && it->second.window == 0) {
@@ -55,10 +57,8 @@ bool CapLedger::Remove(int64_t channel, int64_t tenant) {
     }
   }
   if (auto it = tenants_.find(tenant); it != tenants_.end()) {
-    opened |= it->second.n >= caps_.tenant;
     if (--it->second.n <= 0) tenants_.erase(it);
   }
-  return opened;
 }
 
 void CapLedger::Failed(int64_t channel, Clock::time_point now) {

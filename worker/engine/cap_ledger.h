@@ -66,19 +66,19 @@ class CapLedger {
   void SetCaps(Caps caps) { caps_ = caps; }
   const Caps& caps() const { return caps_; }
 
-  // Which cap a new job in flight made its channel or tenant reach; `window`: its channel
-  // reached its window (its cap too, or a slow-start window below it).
+  // Which cap a new job in flight made its channel or tenant reach.
   struct Reached {
     bool channel = false;
     bool tenant = false;
-    bool window = false;
   };
   // A job of `channel` (of `tenant`) is now in flight.
   Reached Add(int64_t channel, int64_t tenant);
-  // It ended. Returns true when its channel was at its window or cap, or its tenant at its
-  // cap: the caps may have held jobs of it back, and a slot opened for them (the runner claims
-  // again).
-  bool Remove(int64_t channel, int64_t tenant);
+  // Whether `channel` is at its window or cap, or `tenant` at its cap: the caps may be holding
+  // jobs of it back, and when one of its jobs ends a slot opens for them (the runner claims
+  // again). Read before the job's answer grows or shrinks the channel's window.
+  bool Holds(int64_t channel, int64_t tenant) const;
+  // A job of `channel` (of `tenant`) ended.
+  void Remove(int64_t channel, int64_t tenant);
 
   // An attempt of `channel` failed, or one stalled: its cap is 1 until Succeeded().
   void Failed(int64_t channel, Clock::time_point now);
@@ -91,12 +91,10 @@ class CapLedger {
   // again.
   void Forget(Clock::time_point now);
 
-  // Channels (with their tenant) and tenants that reached their cap (QueueRunner::Dispatch),
-  // and whether any channel reached its window.
+  // Channels (with their tenant) and tenants that reached their cap (QueueRunner::Dispatch).
   struct AtCap {
     std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
     std::vector<int64_t> tenants;
-    bool window = false;
   };
 
   // What the next claim must respect: counts in flight, windows and the caps.

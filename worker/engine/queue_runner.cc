@@ -218,17 +218,18 @@ void QueueRunner::Run() {
     if (free > 0 && due) {
       wake_ = false;
       lock.unlock();
-      int taken = 0;
-      std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, &taken);
+      int taken = 0, held_back = 0;
+      std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, &taken, &held_back);
       next_poll = NextPoll();
       CapsReached reached = Dispatch(std::move(jobs));
       cap_summary_.CountReached(reached);
-      // A claim that brought a channel to its window or cap, or a tenant to its cap, may have
-      // left others' jobs behind that channel's backlog, past its windows: its skip scan ran
-      // only if something was held back when it began. Claim again at once; the next one looks
-      // past the backlog. (Waiting instead, for a slot of that channel or for the poll, kept a
-      // job behind a new channel's hanging backlog for the whole poll interval.)
-      more = taken == free || reached.window || !reached.tenants.empty();
+      // A claim that found more than the caps let it take may have left others' jobs behind a
+      // backlog, past its windows: its skip scan ran only if something was held back when it
+      // began. Claim again at once; the next one looks past the backlog, with what this one
+      // took counted. (Waiting instead, for a slot of a capped channel or for the poll, kept a
+      // job behind a new channel's hanging backlog for the whole poll interval, and left a
+      // lone tenant whose count fell below its cap during the claim idle until the poll.)
+      more = taken == free || held_back > 0;
       lock.lock();
       continue;
     }
@@ -253,7 +254,7 @@ void QueueRunner::Run() {
   answers_.Close(std::chrono::steady_clock::now());
 }
 
-std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
+std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken, int* held_back) {
   // Made on the first failure only: seeding one from std::random_device on every claim was
   // 1 % of the node's CPU at 8,000 deliveries a second (perf).
   std::optional<ReconnectBackoff> backoff;  // 100 ms doubling to 5 s, jittered
@@ -269,7 +270,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
       }
       const auto started = std::chrono::steady_clock::now();
       std::vector<ClaimedJob> jobs =
-          store_.Get().Claim(options_.tier.name, limit, options_.node, limits, &parked);
+          store_.Get().Claim(options_.tier.name, limit, options_.node, limits, &parked, held_back);
       claim_ok_ = true;
       ++claims_;
       claimed_ += jobs.size();
@@ -358,7 +359,6 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
       CapLedger::Reached r = caps_.Add(job.channel_id, job.tenant_id);
       if (r.channel) reached.channels.emplace_back(job.channel_id, job.tenant_id);
       if (r.tenant) reached.tenants.push_back(job.tenant_id);
-      reached.window |= r.window;
     }
     connect_timeout = std::chrono::milliseconds(tier_.connect_timeout_ms);
     request_timeout = std::chrono::milliseconds(tier_.request_timeout_ms);
@@ -462,6 +462,9 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     // Its stalled mark is read here, not from the copy above: the runner may have set it since.
     auto it = in_flight_.find(job_id);
     if (it != in_flight_.end() && it->second.stalled) --stalled_;
+    // Read before the answer moves the channel's window: a quick answer grows it, and a
+    // channel at its window would then not count as held back.
+    const bool opened = caps_.Holds(job.channel, job.tenant);
     // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
     if (verdict.breaker == BreakerSignal::kFailure) {
       caps_.Failed(job.channel, std::chrono::steady_clock::now());
@@ -470,8 +473,11 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
       caps_.Succeeded(job.channel);
     }
     in_flight_.erase(job_id);
-    // A capped channel or tenant has room again: its next jobs may be claimed.
-    if (caps_.Remove(job.channel, job.tenant)) wake_ = true;
+    caps_.Remove(job.channel, job.tenant);
+    // Its channel was at its window or cap, or its tenant at its cap: the caps may have held
+    // jobs of it back, and this slot is for them. (Read after a quick answer had grown the
+    // window, a channel at its window did not count.)
+    if (opened) wake_ = true;
   }
   cv_.notify_one();
 }

@@ -42,7 +42,7 @@ ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
 
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
                                           const std::string& node, const ClaimLimits& limits,
-                                          int* parked) {
+                                          int* parked, int* held_back) {
   std::vector<int64_t> channels, channel_counts, channel_windows, tenants, tenant_counts;
   for (const auto& [id, n] : limits.channels_in_flight) {
     channels.push_back(id);
@@ -98,6 +98,7 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     jobs.back().wait_s = row["wait_s"].as<double>();
   }
   if (parked) *parked = parked_here;
+  if (held_back) *held_back = rows.empty() ? 0 : rows[0]["held_back"].as<int>();
   return jobs;
 }
 

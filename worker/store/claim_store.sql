@@ -130,7 +130,11 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   most a channel's room in its window. Without it a
 --   channel that died took its whole cap in the first wave: 100 requests per node at the
 --   default 200 workers, where the seed's bar is under 15.
--- - Rows come back in claim order; parked ones too, so the runner knows how many it took.
+-- - Rows come back in claim order; parked ones too, so the runner knows how many it took. Each
+--   carries `held_back`, the rows it locked and left: when a claim took less than its limit,
+--   that is how the runner knows whether the caps, not an empty queue, stopped it (a tenant
+--   one below its cap when its last jobs ended left the runner waiting for the poll: 206
+--   deliveries/s against 4,455 uncapped).
 WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win
     FROM unnest($4::bigint[], $5::int[], $10::int[]) AS u(channel_id, n, win)
@@ -208,7 +212,10 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
        -- The queue wait (bulkhead_queue_wait_seconds): from enqueue, or the retry's
        -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
        greatest(extract(epoch FROM now() - scheduled_at), 0)::float8 AS wait_s,
-       CASE WHEN state = 'executing' THEN {{old_secrets}} END AS old_secrets
+       CASE WHEN state = 'executing' THEN {{old_secrets}} END AS old_secrets,
+       -- Rows it locked that the caps (or the limit) left: there is more to claim than this
+       -- claim took, and the runner claims again.
+       (SELECT count(*) FROM candidates) - (SELECT count(*) FROM picked) AS held_back
   FROM claimed
  ORDER BY priority, scheduled_at, id
 
