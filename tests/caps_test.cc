@@ -162,9 +162,10 @@ TEST_F(CapsTest, TheClaimReachesPastACappedBacklogLongerThanItsWindowsAndRewrite
   limits.tenant_cap = 10;
   limits.channels_in_flight = {{capped, 10}, {second, 7}};
   limits.tenants_in_flight = {{a, 10}, {b, 7}};
-  // second: room 3 of its own and 3 in its tenant, so second_too gets none; last: its 4.
+  // Tenant b has room for 3, shared among its two channels rounded up (2 each, the older
+  // first): second 2, second_too 1; last: its 4.
   EXPECT_EQ(PerChannel(store.Claim("default", 20, "node-a", limits)),
-            (std::map<int64_t, int>{{second, 3}, {last, 4}}));
+            (std::map<int64_t, int>{{second, 2}, {second_too, 1}, {last, 4}}));
   EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(capped)), 3000);
   EXPECT_EQ(Count("priority <> 1"), 0);
   // Once the capped channel has room, its own jobs come first again: they are the oldest.
@@ -192,6 +193,27 @@ TEST_F(CapsTest, ATenantOneShortOfItsCapDoesNotHideTheJobsBehindIt) {
   limits.tenants_in_flight = {{a, 9}};
   EXPECT_EQ(PerChannel(store.Claim("default", 20, "node-a", limits)),
             (std::map<int64_t, int>{{busy, 1}, {light, 4}}));
+}
+
+// Past the windows, tenants take turns: a tenant ten below its cap whose twenty channels' heads
+// are all older than another tenant's does not lock the whole claim before that tenant's head
+// is reached (oldest head first, it did: a 50/s tenant beside a 300,000-job burst, p99 2.1 s).
+TEST_F(CapsTest, PastTheWindowsTenantsTakeTurns) {
+  int64_t many = Tenant("many"), light = Tenant("light");
+  for (int i = 0; i < 20; ++i) Enqueue(Channel(many), 100);
+  int64_t late = Channel(light);
+  Enqueue(late, 1);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 100;
+  limits.tenant_cap = 100;
+  limits.first_window = 10;
+  limits.tenants_in_flight = {{many, 90}};
+  auto jobs = store.Claim("default", 20, "node-a", limits);
+  int of_many = 0;
+  for (const auto& job : jobs) of_many += job.tenant_id == many;
+  EXPECT_EQ(of_many, 10);  // its room
+  EXPECT_EQ(PerChannel(jobs)[late], 1);
 }
 
 // An older version demoted capped backlogs to priority 2; such rows are still claimed, after
