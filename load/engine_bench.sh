@@ -50,6 +50,8 @@
 #                                        # tenant, share 0.5)
 #   load/engine_bench.sh binary-swap-busy  # the same for latency-busy: each build's p50 and
 #                                        # p99, and the ratio of the median p99s
+#   load/engine_bench.sh binary-swap-idle  # ... for latency (nothing beside)
+#   load/engine_bench.sh binary-swap-slots # ... for latency-slots
 #   load/engine_bench.sh rotation-cost   # what a rotation costs the claim and the send: the
 #                                        # caps-cost burst with every channel holding one old
 #                                        # secret (--old-secrets 1: two signatures a request) and
@@ -257,6 +259,14 @@ ${ENGINE_BENCH_JOBS:-50000} jobs" --jobs "${ENGINE_BENCH_JOBS:-50000}" --share 0
       binary_swap throughput "binary-swap-lone (20 channels, 1 tenant, 200 workers, share \
 0.5), ${ENGINE_BENCH_JOBS:-50000} jobs" --jobs "${ENGINE_BENCH_JOBS:-50000}" --share 0.5 \
         --channels 20 --tenants 1 --workers 200 ;;
+    binary-swap-idle)
+      binary_swap latency "binary-swap-idle (50/s, nothing beside)" \
+        --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" ;;
+    binary-swap-slots)
+      binary_swap latency "binary-swap-slots (50/s beside a burst of \
+${ENGINE_BENCH_BACKGROUND:-100000} to a 100 ms endpoint)" --rate "${ENGINE_BENCH_RATE:-50}" \
+        --seconds "${ENGINE_BENCH_SECONDS:-20}" --background "${ENGINE_BENCH_BACKGROUND:-100000}" \
+        --background-delay-ms 100 ;;
     binary-swap-busy)
       binary_swap latency "binary-swap-busy (50/s beside a burst of \
 ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
@@ -270,6 +280,7 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
     *) echo "engine_bench.sh: unknown mode '$mode'" \
          "(throughput, latency, latency-busy, latency-slots, inflight, caps-cost, caps-lone," \
          "caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
+         "binary-swap-idle, binary-swap-slots," \
          "rotation-cost," \
          "isolation, churn)" >&2; exit 2 ;;
   esac

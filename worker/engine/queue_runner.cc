@@ -217,20 +217,22 @@ void QueueRunner::Run() {
     }
     if (free > 0 && due) {
       wake_ = false;
+      const uint64_t ended_before = ended_;
       lock.unlock();
       int taken = 0, held_back = 0;
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, &taken, &held_back);
       next_poll = NextPoll();
       CapsReached reached = Dispatch(std::move(jobs));
       cap_summary_.CountReached(reached);
-      // A claim that found more than the caps let it take may have left others' jobs behind a
-      // backlog, past its windows: its skip scan ran only if something was held back when it
-      // began. Claim again at once; the next one looks past the backlog, with what this one
-      // took counted. (Waiting instead, for a slot of a capped channel or for the poll, kept a
-      // job behind a new channel's hanging backlog for the whole poll interval, and left a
-      // lone tenant whose count fell below its cap during the claim idle until the poll.)
-      more = taken == free || held_back > 0;
       lock.lock();
+      // The claim found due jobs the caps held back, and jobs ended while it ran: its counts
+      // were stale by its end, and what it held back may fit now. Claim again at once. Those
+      // jobs' ends woke nobody if their channel and tenant were below their caps when they
+      // ended: a lone tenant whose count fell below its cap during a claim waited for the
+      // poll (206 deliveries/s against 4,455 uncapped). Without ends there is nothing to gain:
+      // everything held back belongs to a channel or tenant at its window or cap, and their
+      // next ends wake the runner.
+      more = taken == free || (held_back > 0 && ended_ != ended_before);
       continue;
     }
     if (free > 0) {
@@ -474,6 +476,7 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     }
     in_flight_.erase(job_id);
     caps_.Remove(job.channel, job.tenant);
+    ++ended_;
     // Its channel was at its window or cap, or its tenant at its cap: the caps may have held
     // jobs of it back, and this slot is for them. (Read after a quick answer had grown the
     // window, a channel at its window did not count.)

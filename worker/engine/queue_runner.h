@@ -206,6 +206,7 @@ class QueueRunner {
   std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
   bool wake_ = false;
+  uint64_t ended_ = 0;  // jobs ended since start (OnOutcome), for Run's claim-again rule
   bool stop_ = false;
 
   std::atomic<uint64_t> claims_{0};
