@@ -20,8 +20,9 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- fragment: claim_window(priority, gate)
 -- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
 -- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + 1000 of them.
--- Those of a channel or tenant at its cap are left out after the window; the rest are locked
--- one by one through the primary key (FOR UPDATE SKIP LOCKED, in a LATERAL) until there are $2.
+-- Those of a channel at its window or cap, or of a tenant at its cap, are left out after the
+-- window; the rest are locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a
+-- LATERAL) until there are $2.
 SELECT d.*
     FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
