@@ -72,10 +72,15 @@ TEST_F(CapsTest, OneClaimNeverTakesAChannelOrATenantPastItsCap) {
   ClaimLimits limits;
   limits.channel_cap = 10;
   limits.tenant_cap = 10;
-  auto jobs = store.Claim("default", 20, "node-a", limits);
+  int held_back = -1;
+  auto jobs = store.Claim("default", 20, "node-a", limits, nullptr, &held_back);
   auto n = PerChannel(jobs);
   EXPECT_EQ(n[busy], 10);  // the first 20 in order are all busy's; 10 is its cap
   EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(busy)), 40);
+  // The windows locked busy's first 20 and the caps let 10 through, so the skip scan looked
+  // past them and found quiet's 3; the 10 of busy's it locked and left are reported.
+  EXPECT_EQ(n[quiet], 3);
+  EXPECT_EQ(held_back, 10);
 }
 
 TEST_F(CapsTest, AChannelAtItsCapIsLeftOutAndOthersAreClaimed) {

@@ -18,9 +18,9 @@
 // job whose channel's breaker is not closed.
 //
 // Caps. A CapLedger counts the jobs in flight per channel and per tenant; every claim passes
-// the counts, and the claim statement leaves out channels and tenants at their cap and never
-// takes one past it; past a capped backlog it finds the others' jobs through its skip scan
-// (ADR 0012). Caps reached are counted and summarized (CapSummary).
+// the counts, and the claim statement leaves out channels at their window or cap and tenants at
+// their cap, and never takes one past it; past a capped backlog it finds the others' jobs through
+// its skip scan (ADR 0012). Caps reached are counted and summarized (CapSummary).
 //
 // Stalled requests. An attempt still in flight `stalled_after_ms` after it was sent gives its
 // worker slot back (at most kStalledPerWorker × workers of the tier's requests at once): a
