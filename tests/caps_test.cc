@@ -200,6 +200,30 @@ TEST_F(CapsTest, ATenantOneShortOfItsCapDoesNotHideTheJobsBehindIt) {
             (std::map<int64_t, int>{{busy, 1}, {light, 4}}));
 }
 
+// A tenant with less room than the claim's limit is left out of the windows and taken by the
+// skip scan, which locks at most its room (shared among its channels, rounded up). The windows
+// would lock its rows up to the limit and keep only its room: a lone tenant 30 below its cap
+// had 530 rows locked a claim to take 30 (12 ms a claim against 3.5 ms, EXPLAIN ANALYZE).
+TEST_F(CapsTest, ATenantWithLessRoomThanTheLimitHasNoMoreThanItsRoomLocked) {
+  int64_t a = Tenant("a");
+  int64_t one = Channel(a), two = Channel(a);
+  Enqueue(one, 50);
+  Enqueue(two, 50);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 100;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{one, 3}, {two, 4}};
+  limits.channel_windows = {100, 100};
+  limits.tenants_in_flight = {{a, 7}};
+  int held_back = -1;
+  auto jobs = store.Claim("default", 20, "node-a", limits, nullptr, &held_back);
+  EXPECT_EQ(jobs.size(), 3u);  // its room
+  // Its room of 3 shared by two channels, rounded up: 2 locked of each, 1 of them left.
+  EXPECT_EQ(held_back, 1);
+  EXPECT_EQ(Count("state = 'available'"), 97);
+}
+
 // Past the windows, tenants take turns: a tenant ten below its cap whose twenty channels' heads
 // are all older than another tenant's does not lock the whole claim before that tenant's head
 // is reached (oldest head first, it did: a 50/s tenant beside a 300,000-job burst, p99 2.1 s).
@@ -314,6 +338,31 @@ TEST_F(CapsTest, AJobBehindANewChannelsBacklogIsClaimedWithoutWaitingForThePoll)
       WaitFor("(SELECT count(*) = 1 FROM bulkhead.jobs WHERE state = 'completed')", seconds(20)))
       << node.Log();
   EXPECT_EQ(Count("state = 'executing' AND channel_id = " + std::to_string(dead)), 10);
+}
+
+// A lone tenant below its cap has less room than the claim's limit, so the skip scan takes it
+// and locks its room (shared among its channels, rounded up): nothing is held back. Its ends wake
+// the runner only while it is at its cap, so the runner must claim again at once whenever a claim
+// took jobs and its counts went stale (jobs ended while it ran), or took less than the caps allow
+// (a channel with fewer jobs than its share of the room). With the poll 60 s away, either hole
+// stalls the drain; on a 100 ms endpoint a lone tenant drained in bursts between one-second
+// pauses, 1,123 deliveries/s against 3,905.
+TEST_F(CapsTest, ALoneTenantBelowItsCapIsClaimedAgainWithoutWaitingForThePoll) {
+  HttpReceiver receiver([](const ReceivedRequest&) {
+    Reply reply;
+    reply.delay = milliseconds(5);
+    return reply;
+  });
+  int64_t lone = Tenant("lone");
+  for (int i = 0; i < 4; ++i)
+    Enqueue(Channel(lone, receiver.Url("/lone/" + std::to_string(i))), 100);
+  nlohmann::json node_config = Node("node-a");
+  node_config["poll_interval_ms"] = 60000;
+  NodeProcess node(node_config, {{"default", Tier(20)}});  // caps 10 and 10
+  node.Start(conninfo());
+  EXPECT_TRUE(
+      WaitFor("(SELECT count(*) = 400 FROM bulkhead.jobs WHERE state = 'completed')", seconds(20)))
+      << node.Log();
 }
 
 TEST_F(CapsTest, ATenantWithFortyHangingChannelsHoldsHalfTheWorkers) {

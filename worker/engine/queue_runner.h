@@ -162,9 +162,8 @@ class QueueRunner {
 
  private:
   void Run();
-  // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked), and
-  // `held_back` the due jobs it found and left (ClaimStore::Claim).
-  std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken, int* held_back);
+  // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked).
+  std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken);
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
   using CapsReached = CapLedger::AtCap;
   std::vector<ClaimedJob> ClaimProbes(int limit);

@@ -32,8 +32,9 @@ class ClaimStore {
   // order, marking them executing with attempt + 1, and never taking a channel or a tenant
   // past its cap given what the node already runs (`limits`). Picked jobs whose channel's
   // breaker is not closed, or that is paused, are parked instead; `parked` (if given) gets
-  // their count. `held_back` (if given) gets how many due jobs it found and left, for the caps
-  // or the limit (0 when it took nothing): more than it took is waiting.
+  // their count. `held_back` (if given) gets how many rows it locked and left, for the caps
+  // or the limit (0 when it took nothing): what the claim spent beyond what it took, which the
+  // caps tests hold down (the runner needs only what it took).
   std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
                                 const ClaimLimits& limits, int* parked = nullptr,
                                 int* held_back = nullptr);

@@ -20,9 +20,10 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- fragment: claim_window(priority, gate)
 -- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
 -- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + 1000 of them.
--- Those of a channel at its window or cap, or of a tenant at its cap, are left out after the
--- window; the rest are locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a
--- LATERAL) until there are $2.
+-- Those of a channel at its window or cap, or of a tenant with less room than the limit $2, are
+-- left out after the window (the skip scan takes such a tenant, up to its room); the rest are
+-- locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a LATERAL) until there
+-- are $2.
 SELECT d.*
     FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
@@ -35,17 +36,19 @@ SELECT d.*
            FROM bulkhead.jobs j
           WHERE j.id = w.id AND j.state = 'available'
             FOR UPDATE SKIP LOCKED) AS d
-   WHERE {{uncapped(w)}}
+   WHERE {{uncapped(w, $2)}}
    LIMIT $2
 
--- fragment: uncapped(row)
+-- fragment: uncapped(row, tenant_room)
 -- The claim's caps: `row`'s channel is not among those this node runs at their window or cap,
--- nor its tenant among those at their cap (the CTEs flying and tenant_flying, from $4–$7 and
--- $10, against the caps $8 and $9). A channel at its window may take nothing more, so its rows
--- are not locked either.
+-- nor its tenant among those with less than `tenant_room` left below their cap (the CTEs flying
+-- and tenant_flying, from $4–$7 and $10, against the caps $8 and $9). A channel at its window
+-- may take nothing more, so its rows are not locked either. The skip scan passes 1 (a tenant at
+-- its cap is left out), the windows $2 (so is one that could not take a whole claim).
 {{row}}.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying
                                          WHERE n >= least(coalesce(win, $11), $8)))
-             AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying WHERE n >= $9))
+             AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying
+                                                 WHERE $9 - n < {{tenant_room}}))
 
 -- fragment: within_caps(rows)
 -- The rows of the CTE `rows` (id, channel_id, tenant_id, priority, scheduled_at) that the caps
@@ -101,6 +104,11 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   would otherwise pick from its low estimate of the cap filters). Rows are read only as far
 --   as needed, so an uncapped claim reads `limit` rows. In order of time, every channel's
 --   jobs are found while the front of the queue is not held by a channel or tenant left out.
+-- - A tenant this node runs with less room below its cap than the limit is left out of the
+--   windows too, and taken by the spread below, which locks no more than its room: the windows
+--   would lock its rows up to the limit and keep its room. A lone tenant 30 below its cap of
+--   500 had 530 rows locked and ranked twice a claim to take 30: 12 ms a claim, against 3.5 ms
+--   through the spread (EXPLAIN ANALYZE), and its slots waited for the claims.
 -- - Then, when it is and the windows fell short, the spread (CTEs heads and spread): a skip
 --   scan of jobs_channel_available finds the first available job of every (channel,
 --   priority) with one index descent each, however long each backlog is; the due ones of this
@@ -109,13 +117,13 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   each up to its room in its channel's window and cap and its share of its tenant's room
 --   (split evenly among the tenant's heads, rounded up). Oldest head first alone let a tenant
 --   ten short of its cap with 20 older channels lock the claim's whole limit before the next
---   tenant's head (a 50/s tenant beside a 300,000-job burst: p99 2.1 s). So a capped channel's backlog costs the others one descent, not a
---   step per row: demotion, which rewrote a capped backlog to priority 2 so that the fresh
+--   tenant's head (a 50/s tenant beside a 300,000-job burst: p99 2.1 s). So a capped
+--   channel's backlog costs the others one descent, not a step per row: demotion, which rewrote a capped backlog to priority 2 so that the fresh
 --   window would not have to step over it (4.1 s for a 300,000-job burst, every claim of the
 --   tier waiting), is gone (ADR 0012). The spread runs only when what the windows found
 --   within the caps falls short of the limit and something was held back: a channel at its
---   window or cap or a tenant at its cap on this node, or window rows the caps did not let
---   through (nothing else leaves a due job out of the windows). Counting what they locked
+--   window or cap or a tenant with less room than the limit on this node, or window rows the
+--   caps did not let through (nothing else leaves a due job out of the windows). Counting what they locked
 --   instead missed a tenant one short of its cap: its rows filled the windows, one of them was
 --   claimable, and the jobs behind waited for a claim that began with it at its cap (p50
 --   40 ms beside a 300,000-job burst). It costs a descent per (channel, priority) with
@@ -134,10 +142,8 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   channel that died took its whole cap in the first wave: 100 requests per node at the
 --   default 200 workers, where the seed's bar is under 15.
 -- - Rows come back in claim order; parked ones too, so the runner knows how many it took. Each
---   carries `held_back`, the rows it locked and left: when a claim took less than its limit,
---   that is how the runner knows whether the caps, not an empty queue, stopped it (a tenant
---   one below its cap when its last jobs ended left the runner waiting for the poll: 206
---   deliveries/s against 4,455 uncapped).
+--   carries `held_back`, the rows it locked and left: when a claim took nothing, that is how
+--   the runner knows whether the caps, not an empty queue, stopped it (QueueRunner::Run).
 WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win
     FROM unnest($4::bigint[], $5::int[], $10::int[]) AS u(channel_id, n, win)
@@ -162,7 +168,7 @@ WITH RECURSIVE flying AS (
     WHERE (SELECT count(*) FROM windows_kept) < $2
       AND ((SELECT count(*) FROM windows_kept) < (SELECT count(*) FROM windows)
            OR EXISTS (SELECT FROM flying WHERE n >= least(coalesce(win, $11), $8))
-           OR EXISTS (SELECT FROM tenant_flying WHERE n >= $9)))
+           OR EXISTS (SELECT FROM tenant_flying WHERE $9 - n < $2)))
   UNION ALL
   SELECT n.*
     FROM heads g
@@ -183,7 +189,7 @@ WITH RECURSIVE flying AS (
                          row_number() OVER (PARTITION BY g.tenant_id, g.priority
                                             ORDER BY g.scheduled_at, g.channel_id) AS turn
                     FROM heads g
-                   WHERE g.queue = $1 AND g.scheduled_at <= now() AND {{uncapped(g)}}) AS d
+                   WHERE g.queue = $1 AND g.scheduled_at <= now() AND {{uncapped(g, 1)}}) AS d
            ORDER BY d.priority, d.turn, d.scheduled_at, d.channel_id
            LIMIT $2) AS g
    CROSS JOIN LATERAL (
