@@ -200,10 +200,10 @@ TEST_F(CapsTest, ATenantOneShortOfItsCapDoesNotHideTheJobsBehindIt) {
             (std::map<int64_t, int>{{busy, 1}, {light, 4}}));
 }
 
-// A tenant with less room than the claim's limit is left out of the windows and taken by the
-// skip scan, which locks at most its room (shared among its channels, rounded up). The windows
-// would lock its rows up to the limit and keep only its room: a lone tenant 30 below its cap
-// had 530 rows locked a claim to take 30 (12 ms a claim against 3.5 ms, EXPLAIN ANALYZE).
+// A tenant past half its cap with less room than the claim's limit is left out of the windows and
+// taken by the skip scan, which locks at most its room (shared among its channels, rounded up).
+// The windows would lock its rows up to the limit and keep only its room: a lone tenant 30 below
+// its cap had 530 rows locked a claim to take 30 (12 ms a claim against 3.5 ms, EXPLAIN ANALYZE).
 TEST_F(CapsTest, ATenantWithLessRoomThanTheLimitHasNoMoreThanItsRoomLocked) {
   int64_t a = Tenant("a");
   int64_t one = Channel(a), two = Channel(a);

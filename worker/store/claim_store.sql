@@ -20,8 +20,9 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- fragment: claim_window(priority, gate)
 -- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
 -- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + 1000 of them.
--- Those of a channel at its window or cap, or of a tenant with less room than the limit $2, are
--- left out after the window (the skip scan takes such a tenant, up to its room); the rest are
+-- Those of a channel at its window or cap, or of a tenant past half its cap with less room than
+-- the limit $2, are left out after the window (the skip scan takes such a tenant, up to its
+-- room); the rest are
 -- locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a LATERAL) until there
 -- are $2.
 SELECT d.*
@@ -36,7 +37,7 @@ SELECT d.*
            FROM bulkhead.jobs j
           WHERE j.id = w.id AND j.state = 'available'
             FOR UPDATE SKIP LOCKED) AS d
-   WHERE {{uncapped(w, $2)}}
+   WHERE {{uncapped(w, least($2, ($9 + 1) / 2))}}
    LIMIT $2
 
 -- fragment: uncapped(row, tenant_room)
@@ -44,7 +45,8 @@ SELECT d.*
 -- nor its tenant among those with less than `tenant_room` left below their cap (the CTEs flying
 -- and tenant_flying, from $4–$7 and $10, against the caps $8 and $9). A channel at its window
 -- may take nothing more, so its rows are not locked either. The skip scan passes 1 (a tenant at
--- its cap is left out), the windows $2 (so is one that could not take a whole claim).
+-- its cap is left out), the windows the limit or half the cap, whichever is less (so is a
+-- tenant past half its cap that could not take a whole claim; see Claim).
 {{row}}.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying
                                          WHERE n >= least(coalesce(win, $11), $8)))
              AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying
@@ -104,11 +106,14 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   would otherwise pick from its low estimate of the cap filters). Rows are read only as far
 --   as needed, so an uncapped claim reads `limit` rows. In order of time, every channel's
 --   jobs are found while the front of the queue is not held by a channel or tenant left out.
--- - A tenant this node runs with less room below its cap than the limit is left out of the
---   windows too, and taken by the spread below, which locks no more than its room: the windows
---   would lock its rows up to the limit and keep its room. A lone tenant 30 below its cap of
---   500 had 530 rows locked and ranked twice a claim to take 30: 12 ms a claim, against 3.5 ms
---   through the spread (EXPLAIN ANALYZE), and its slots waited for the claims.
+-- - A tenant this node runs past half its cap, with less room below its cap than the limit,
+--   is left out of the windows too, and taken by the spread below, which locks no more than
+--   its room: the windows would lock its rows up to the limit and keep its room. A lone tenant
+--   30 below its cap of 500 had 530 rows locked and ranked twice a claim to take 30: 12 ms a
+--   claim, against 3.5 ms through the spread (EXPLAIN ANALYZE), and its slots waited for the
+--   claims. Below half its cap a tenant stays in the windows: there its rows are rarely all a
+--   window holds, and sending every tenant with less room than the limit to the spread made
+--   20 tenants of one channel each pay the skip scan whenever the node had many slots free.
 -- - Then, when it is and the windows fell short, the spread (CTEs heads and spread): a skip
 --   scan of jobs_channel_available finds the first available job of every (channel,
 --   priority) with one index descent each, however long each backlog is; the due ones of this
@@ -122,8 +127,8 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   window would not have to step over it (4.1 s for a 300,000-job burst, every claim of the
 --   tier waiting), is gone (ADR 0012). The spread runs only when what the windows found
 --   within the caps falls short of the limit and something was held back: a channel at its
---   window or cap or a tenant with less room than the limit on this node, or window rows the
---   caps did not let through (nothing else leaves a due job out of the windows). Counting what they locked
+--   window or cap or a tenant the windows left out on this node, or window rows the caps did
+--   not let through (nothing else leaves a due job out of the windows). Counting what they locked
 --   instead missed a tenant one short of its cap: its rows filled the windows, one of them was
 --   claimable, and the jobs behind waited for a claim that began with it at its cap (p50
 --   40 ms beside a 300,000-job burst). It costs a descent per (channel, priority) with
@@ -168,7 +173,7 @@ WITH RECURSIVE flying AS (
     WHERE (SELECT count(*) FROM windows_kept) < $2
       AND ((SELECT count(*) FROM windows_kept) < (SELECT count(*) FROM windows)
            OR EXISTS (SELECT FROM flying WHERE n >= least(coalesce(win, $11), $8))
-           OR EXISTS (SELECT FROM tenant_flying WHERE $9 - n < $2)))
+           OR EXISTS (SELECT FROM tenant_flying WHERE $9 - n < least($2, ($9 + 1) / 2))))
   UNION ALL
   SELECT n.*
     FROM heads g
