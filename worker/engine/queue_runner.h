@@ -30,12 +30,14 @@
 // hold k caps' worth of slots for up to the request timeout: two at the default shares hold
 // all of them (the hostile load scenario: healthy p95 6.3 s against a 58 ms gate).
 //
-// When to claim. After a claim that filled every free slot, or that brought a channel or
-// tenant to its cap, the queue probably has more for others, so the runner claims again at
-// once. After a claim that came back short, it waits for a wake-up: an enqueue's NOTIFY (via
-// Wake()), a capped channel's or tenant's job ending (a slot opened for it), or the jittered
-// fallback poll (poll_interval ±20 %, which is also what finds retries coming due). A claim
-// asks for all free slots at once, so at high throughput one round trip refills many.
+// When to claim. The runner claims again at once after a claim that filled every free slot,
+// or that took jobs while others ended (its counts went stale), or that left a channel it took
+// from below its window with the channel's tenant below its cap (it took less than the caps
+// allow; Run says why each matters). Otherwise it waits for a wake-up: an enqueue's NOTIFY (via
+// Wake()), the end of a job whose channel was at its window or cap or whose tenant was at its
+// cap (a slot opened for what the caps held back), or the jittered fallback poll
+// (poll_interval ±20 %, which is also what finds retries coming due). A claim asks for all
+// free slots at once, so at high throughput one round trip refills many.
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
