@@ -22,9 +22,8 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + 1000 of them.
 -- Those of a channel at its window or cap, or of a tenant past half its cap with less room than
 -- the limit $2, are left out after the window (the skip scan takes such a tenant, up to its
--- room); the rest are
--- locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a LATERAL) until there
--- are $2.
+-- room); the rest are locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a
+-- LATERAL) until there are $2.
 SELECT d.*
     FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
@@ -123,16 +122,17 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   (split evenly among the tenant's heads, rounded up). Oldest head first alone let a tenant
 --   ten short of its cap with 20 older channels lock the claim's whole limit before the next
 --   tenant's head (a 50/s tenant beside a 300,000-job burst: p99 2.1 s). So a capped
---   channel's backlog costs the others one descent, not a step per row: demotion, which rewrote a capped backlog to priority 2 so that the fresh
---   window would not have to step over it (4.1 s for a 300,000-job burst, every claim of the
---   tier waiting), is gone (ADR 0012). The spread runs only when what the windows found
---   within the caps falls short of the limit and something was held back: a channel at its
---   window or cap or a tenant the windows left out on this node, or window rows the caps did
---   not let through (nothing else leaves a due job out of the windows). Counting what they locked
---   instead missed a tenant one short of its cap: its rows filled the windows, one of them was
---   claimable, and the jobs behind waited for a claim that began with it at its cap (p50
---   40 ms beside a 300,000-job burst). It costs a descent per (channel, priority) with
---   available jobs in any queue, due or not.
+--   channel's backlog costs the others one descent, not a step per row: demotion, which
+--   rewrote a capped backlog to priority 2 so that the fresh window would not have to step
+--   over it (4.1 s for a 300,000-job burst, every claim of the tier waiting), is gone (ADR
+--   0012). The spread runs only when what the windows found within the caps falls short of
+--   the limit and something was held back: a channel at its window or cap or a tenant the
+--   windows left out on this node, or window rows the caps did not let through (nothing else
+--   leaves a due job out of the windows). Counting what they locked instead missed a tenant
+--   one short of its cap: its rows filled the windows, one of them was claimable, and the
+--   jobs behind waited for a claim that began with it at its cap (p50 40 ms beside a
+--   300,000-job burst). It costs a descent per (channel, priority) with available jobs in any
+--   queue, due or not.
 -- - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
 --   in the way however many there are. Priority 2 is no longer written (it was the demoted
 --   backlog); rows left at it by an older version are claimed after the fresh ones, as before.
@@ -147,8 +147,9 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   channel that died took its whole cap in the first wave: 100 requests per node at the
 --   default 200 workers, where the seed's bar is under 15.
 -- - Rows come back in claim order; parked ones too, so the runner knows how many it took. Each
---   carries `held_back`, the rows it locked and left: when a claim took nothing, that is how
---   the runner knows whether the caps, not an empty queue, stopped it (QueueRunner::Run).
+--   carries `held_back`, the rows it locked and left (a claim that took nothing returns no
+--   row): what the claim spent beyond what it took, which the caps tests hold down. The runner
+--   does not read it; when to claim again is QueueRunner::Run's to decide.
 WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win
     FROM unnest($4::bigint[], $5::int[], $10::int[]) AS u(channel_id, n, win)
