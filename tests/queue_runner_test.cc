@@ -71,12 +71,21 @@ class QueueRunnerTest : public testing::DatabaseTest {
     DatabaseTest::TearDown();
   }
 
+  // Polls until `done()` holds; false after `timeout`. For the runner's counters, which its
+  // thread bumps after the statement they count has committed: a test that has seen the commit
+  // may still be ahead of the count.
+  template <class Done>
+  bool Eventually(Done done, milliseconds timeout = seconds(10)) {
+    for (auto deadline = std::chrono::steady_clock::now() + timeout; !done();
+         std::this_thread::sleep_for(milliseconds(5))) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+    }
+    return true;
+  }
+
   // Waits until the runner's first claim (at start, of an empty queue) has run.
   void WaitForFirstClaim() {
-    for (auto deadline = std::chrono::steady_clock::now() + seconds(10);
-         runner_->claims() == 0 && std::chrono::steady_clock::now() < deadline;) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
+    Eventually([&] { return runner_->claims() >= 1u; });
     ASSERT_GE(runner_->claims(), 1u);
   }
 
@@ -93,18 +102,6 @@ class QueueRunnerTest : public testing::DatabaseTest {
       if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
     }
     return false;
-  }
-
-  // Polls until `done()` holds; false after `timeout`. For the runner's counters, which its
-  // thread bumps after the statement they count has committed: a test that has seen the commit
-  // may still be ahead of the count.
-  template <class Done>
-  bool Eventually(Done done, milliseconds timeout = seconds(10)) {
-    for (auto deadline = std::chrono::steady_clock::now() + timeout; !done();
-         std::this_thread::sleep_for(milliseconds(5))) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-    }
-    return true;
   }
 
   std::string Job(int64_t id, const std::string& column) {
