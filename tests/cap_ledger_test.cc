@@ -50,7 +50,7 @@ TEST(CapLedger, LimitsCarryTheCountsInFlightAndTheCaps) {
   ledger.Add(1, 100);  // at cap
   ledger.Add(2, 100);
   ledger.Add(3, 200);
-  ClaimLimits limits = ledger.Limits();
+  ClaimLimits limits = ledger.Limits(0);
   EXPECT_EQ(limits.channel_cap, 2);
   EXPECT_EQ(limits.tenant_cap, 10);
   std::sort(limits.channels_in_flight.begin(), limits.channels_in_flight.end());
@@ -93,11 +93,11 @@ TEST(CapLedgerFailing, AFailingChannelIsCappedAtOneUntilItSucceeds) {
   ledger.Failed(7, now);
   EXPECT_TRUE(ledger.failing(7));
   // Nothing in flight: the claim sees 9 of 10, room for one job.
-  ClaimLimits limits = ledger.Limits();
+  ClaimLimits limits = ledger.Limits(0);
   EXPECT_EQ(limits.channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 9}}));
   // One in flight is its cap: reached, and reported full.
   EXPECT_TRUE(ledger.Add(7, 70).channel);
-  EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 10}}));
+  EXPECT_EQ(ledger.Limits(0).channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 10}}));
   // Its end opens the slot for it again; it stays failing (and tracked) at 0 in flight.
   EXPECT_TRUE(ledger.Holds(7, 70));
   ledger.Remove(7, 70);
@@ -106,7 +106,7 @@ TEST(CapLedgerFailing, AFailingChannelIsCappedAtOneUntilItSucceeds) {
   // A quick success gives it the tier's cap back, and it is forgotten at 0 in flight.
   ledger.Succeeded(7);
   EXPECT_FALSE(ledger.failing(7));
-  EXPECT_TRUE(ledger.Limits().channels_in_flight.empty());
+  EXPECT_TRUE(ledger.Limits(0).channels_in_flight.empty());
   EXPECT_EQ(ledger.tracked(), 0u);
 }
 
@@ -115,10 +115,10 @@ TEST(CapLedgerFailing, AChannelAlreadyPastOneWhenItFailsTakesNoMore) {
   auto now = CapLedger::Clock::time_point{} + 1h;
   for (int i = 0; i < 4; ++i) ledger.Add(7, 70);
   ledger.Failed(7, now);
-  EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 13}}));
+  EXPECT_EQ(ledger.Limits(0).channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 13}}));
   EXPECT_TRUE(ledger.Holds(7, 70));  // 3 left, still over its cap of 1: its slot opened
   ledger.Remove(7, 70);
-  EXPECT_EQ(ledger.Limits().channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 12}}));
+  EXPECT_EQ(ledger.Limits(0).channels_in_flight, (std::vector<std::pair<int64_t, int>>{{7, 12}}));
 }
 
 TEST(CapLedgerFailing, TheMarkIsForgottenAMinuteAfterTheLastFailure) {
@@ -133,13 +133,14 @@ TEST(CapLedgerFailing, TheMarkIsForgottenAMinuteAfterTheLastFailure) {
 }
 
 // Slow start (issue 16): a channel's window starts at 10, grows by one with each quick answer up
-// to its cap, and starts again after a failure; a window is remembered for 10 s at 0 in flight.
+// to the workers less the reserve (lent slots included), and starts again after a failure; a
+// window is remembered for 10 s at 0 in flight.
 TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
   CapLedger ledger(CapLedger::For(200, 0.5, 0.5));
   EXPECT_EQ(ledger.caps().channel, 100);
   EXPECT_EQ(ledger.caps().first_window, 10);
   auto window_of = [&](int64_t channel) {
-    ClaimLimits limits = ledger.Limits();
+    ClaimLimits limits = ledger.Limits(0);
     for (size_t i = 0; i < limits.channels_in_flight.size(); ++i) {
       if (limits.channels_in_flight[i].first == channel) return limits.channel_windows[i];
     }
@@ -152,14 +153,15 @@ TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
   ledger.Add(1, 100);
   for (int i = 0; i < 5; ++i) ledger.Succeeded(1);
   EXPECT_EQ(window_of(1), 15);
-  EXPECT_EQ(ledger.Limits().channel_cap, 100) << "the cap is unchanged";
+  EXPECT_EQ(ledger.Limits(0).channel_cap, 100) << "the cap is unchanged";
   for (int i = 0; i < 200; ++i) ledger.Succeeded(1);
-  EXPECT_EQ(window_of(1), 100) << "never past the cap";
+  EXPECT_EQ(window_of(1), 180) << "past the cap (lending, ADR 0013), never past the 200 "
+                                  "workers less the reserve of 20";
 
   const auto now = CapLedger::Clock::time_point{} + 1h;
   ledger.Failed(1, now);
   EXPECT_EQ(window_of(1), 100) << "failing: passed as its cap, with 99 counted in flight";
-  EXPECT_EQ(ledger.Limits().channels_in_flight[0].second, 10 + 99);
+  EXPECT_EQ(ledger.Limits(0).channels_in_flight[0].second, 10 + 99);
   ledger.Succeeded(1);
   EXPECT_EQ(window_of(1), 11) << "after a failure it starts again from the first window";
 
@@ -177,7 +179,46 @@ TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
 TEST(CapLedger, NoSlowStartWithoutCaps) {
   CapLedger ledger(CapLedger::For(200, 1.0, 1.0));
   EXPECT_EQ(ledger.caps().first_window, 0);
-  EXPECT_EQ(ledger.Limits().first_window, 0);
+  EXPECT_EQ(ledger.Limits(0).first_window, 0);
+}
+
+// Lending (ADR 0013): a claim may lend its free slots less the reserve (a tenth of the workers,
+// at least 1), and only to channels that have answered quickly and are not failing, each up to
+// its window, which grows past the cap up to the workers less the reserve.
+TEST(CapLedgerLending, LendsTheFreeSlotsLessTheReserveToChannelsThatAnsweredQuickly) {
+  EXPECT_EQ(CapLedger::For(200, 0.5, 0.5).reserve, 20);
+  EXPECT_EQ(CapLedger::For(1000, 0.5, 0.5).reserve, 100);
+  EXPECT_EQ(CapLedger::For(5, 0.5, 0.5).reserve, 1);  // the bulk tier: at least 1
+  EXPECT_EQ(CapLedger::For(200, 1.0, 0.5).reserve, 0) << "no slow start: no lending";
+
+  CapLedger ledger(CapLedger::For(200, 0.5, 0.5));
+  EXPECT_EQ(ledger.Limits(100).lend, 80);
+  EXPECT_EQ(ledger.Limits(20).lend, 0) << "nothing but the reserve is free";
+  EXPECT_EQ(ledger.Limits(5).lend, 0);
+
+  ledger.Add(1, 100);  // unproven: first window, never answered
+  ledger.Add(2, 100);
+  ledger.Succeeded(2);  // answered quickly: window 11
+  ledger.Add(3, 100);
+  ledger.Succeeded(3);
+  ledger.Failed(3, CapLedger::Clock::time_point{} + 1h);  // then failed
+  auto lend_window_of = [](const ClaimLimits& limits, int64_t channel) {
+    for (size_t i = 0; i < limits.channels_in_flight.size(); ++i) {
+      if (limits.channels_in_flight[i].first == channel) return limits.lend_windows[i];
+    }
+    return -1;
+  };
+  ClaimLimits limits = ledger.Limits(150);
+  EXPECT_EQ(limits.lend, 130);
+  EXPECT_EQ(lend_window_of(limits, 1), 0);
+  EXPECT_EQ(lend_window_of(limits, 2), 11);
+  EXPECT_EQ(lend_window_of(limits, 3), 0);
+  EXPECT_EQ(lend_window_of(ledger.Limits(20), 2), 0) << "no budget: no lend window either";
+
+  for (int i = 0; i < 300; ++i) ledger.Succeeded(2);
+  EXPECT_EQ(lend_window_of(ledger.Limits(150), 2), 180);
+  for (int i = 0; i < 150; ++i) ledger.Add(2, 100);
+  EXPECT_TRUE(ledger.Holds(2, 100)) << "past its cap of 100: its ends wake the runner";
 }
 
 }  // namespace

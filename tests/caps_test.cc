@@ -1,11 +1,13 @@
-// The per-node caps against real PostgreSQL: the claim statement's exclusions, rooms and skip
-// scan past a capped backlog (ClaimStore), and `bulkhead run` nodes holding a hanging channel and
-// a hanging 40-channel tenant to their caps while a healthy channel keeps flowing, with nothing
-// rewritten; tier reload on SIGHUP.
+// The per-node caps against real PostgreSQL: the claim statement's exclusions, rooms, skip scan
+// past a capped backlog and lending of idle slots (ClaimStore), and `bulkhead run` nodes holding
+// a hanging channel and a hanging 40-channel tenant to their caps while a healthy channel keeps
+// flowing, with nothing rewritten, and lending a lone tenant all but the reserve; tier reload on
+// SIGHUP.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -260,6 +262,81 @@ TEST_F(CapsTest, JobsAnOlderVersionDemotedAreClaimedAfterTheFreshOnes) {
   EXPECT_EQ(jobs.back().channel_id, old);
 }
 
+// ---- Lending (ADR 0013) ----------------------------------------------------------------------
+
+// A tenant at its cap whose channels have answered quickly (a lend window) is lent idle slots:
+// up to the claim's lending budget, each channel up to its lend window.
+TEST_F(CapsTest, ATenantAtItsCapIsLentUpToTheBudgetEachChannelUpToItsLendWindow) {
+  int64_t lone = Tenant("lone");
+  int64_t one = Channel(lone), two = Channel(lone);
+  Enqueue(one, 50);
+  Enqueue(two, 50);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.first_window = 10;
+  limits.channels_in_flight = {{one, 5}, {two, 5}};
+  limits.channel_windows = {14, 18};
+  limits.tenants_in_flight = {{lone, 10}};
+  limits.lend_windows = {14, 18};
+  limits.lend = 0;
+  EXPECT_TRUE(store.Claim("default", 10, "node-a", limits).empty()) << "no budget: strict caps";
+  limits.lend = 8;
+  auto n = PerChannel(store.Claim("default", 10, "node-a", limits));
+  EXPECT_EQ(n[one] + n[two], 8) << "the budget";
+  limits.lend = 30;
+  limits.channels_in_flight = {{one, 5 + n[one]}, {two, 5 + n[two]}};
+  limits.tenants_in_flight = {{lone, 18}};
+  auto more = PerChannel(store.Claim("default", 30, "node-a", limits));
+  EXPECT_EQ(n[one] + more[one], 9) << "one's lend window of 14, less its 5 in flight";
+  EXPECT_EQ(n[two] + more[two], 13) << "two's lend window of 18, less its 5 in flight";
+}
+
+// Lending comes after everything the caps let through: another tenant's due jobs behind the
+// borrower's backlog are taken first, and count against the budget.
+TEST_F(CapsTest, AnotherTenantsDueJobsAreTakenBeforeAnythingIsLent) {
+  int64_t lone = Tenant("lone"), other = Tenant("other");
+  int64_t busy = Channel(lone);
+  Enqueue(busy, 2000);  // longer than the windows
+  int64_t late = Channel(other);
+  Enqueue(late, 3);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.first_window = 10;
+  limits.channels_in_flight = {{busy, 10}};
+  limits.channel_windows = {18};
+  limits.tenants_in_flight = {{lone, 10}};
+  limits.lend_windows = {18};
+  limits.lend = 5;
+  auto jobs = store.Claim("default", 10, "node-a", limits);
+  EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{busy, 2}, {late, 3}}));
+}
+
+// A channel that has not answered quickly since its last failure gets a lend window of 0 from
+// the runner, and one it has no record of gets none: forty hanging channels of one tenant
+// borrow nothing (CapsTest.ATenantWithFortyHangingChannelsHoldsHalfTheWorkers, on a node).
+TEST_F(CapsTest, AChannelWithoutALendWindowIsLentNothing) {
+  int64_t lone = Tenant("lone");
+  int64_t unproven = Channel(lone), unknown = Channel(lone);
+  Enqueue(unproven, 50);
+  Enqueue(unknown, 50);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.first_window = 10;
+  limits.channels_in_flight = {{unproven, 10}};
+  limits.channel_windows = {10};
+  limits.tenants_in_flight = {{lone, 10}};
+  limits.lend_windows = {0};
+  limits.lend = 50;
+  EXPECT_TRUE(store.Claim("default", 50, "node-a", limits).empty());
+  EXPECT_EQ(Count("state = 'available'"), 100);
+}
+
 // ---- Nodes -----------------------------------------------------------------------------------
 
 Reply Hang() {
@@ -385,6 +462,38 @@ TEST_F(CapsTest, ATenantWithFortyHangingChannelsHoldsHalfTheWorkers) {
   }
   EXPECT_EQ(Watch(receiver).Hanging("/dead"), 10);
   EXPECT_EQ(Count("state = 'available' AND tenant_id = " + std::to_string(many)), 190);
+}
+
+// Lending on a node (ADR 0013): a lone tenant whose channel answers quickly grows past its cap of
+// 10 into the idle slots, up to the 20 workers less the reserve of 2. Then its endpoint hangs
+// (and its requests never stall here): the 18 requests stay in flight, another tenant's jobs go
+// through the 2 reserved slots, and the hanging tenant is lent nothing more.
+TEST_F(CapsTest, ALoneTenantBorrowsIdleSlotsUpToTheReserveAndOthersFlowThroughIt) {
+  std::atomic<int> answered{0};
+  HttpReceiver receiver([&answered](const ReceivedRequest& r) {
+    if (r.path.rfind("/lone", 0) == 0 && ++answered > 100) return Hang();
+    return Reply{};
+  });
+  int64_t lone = Tenant("lone");
+  int64_t fast = Channel(lone, receiver.Url("/lone"));
+  int64_t other = Channel(Tenant("other"), receiver.Url("/other"));
+  Enqueue(fast, 300);
+  NodeProcess node(Node("node-a"), {{"default", Tier(20, {{"stalled_after_ms", 60000}})}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 100 FROM bulkhead.jobs WHERE state = 'completed')"))
+      << node.Log();
+  const std::string executing_lone = "state = 'executing' AND channel_id = " + std::to_string(fast);
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 18 FROM bulkhead.jobs WHERE " + executing_lone + ")"))
+      << "caps 10 and 10, 20 workers, a reserve of 2\n"
+      << node.Log();
+  for (int round = 0; round < 3; ++round) {
+    Enqueue(other, 20);
+    ASSERT_TRUE(WaitFor("(SELECT count(*) = " + std::to_string(120 + 20 * round) +
+                        " FROM bulkhead.jobs WHERE state = 'completed')"))
+        << node.Log();
+    EXPECT_EQ(Count(executing_lone), 18);
+  }
+  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(fast)), 182);
 }
 
 // Two hanging tenants at the caps hold every slot of a 4-worker tier (2 + 2), beside a healthy

@@ -23,14 +23,23 @@ int CapOf(int workers, double share) {
 
 CapLedger::Caps CapLedger::For(int workers, double channel_share, double tenant_share) {
   const int channel = CapOf(workers, channel_share);
-  return {channel, CapOf(workers, tenant_share),
-          channel_share < 1.0 ? std::min(kFirstWindow, channel) : 0};
+  const int tenant = CapOf(workers, tenant_share);
+  // Lending needs slow start's record of which channels answer (channel_share below 1).
+  const bool capped = channel_share < 1.0;
+  const int reserve =
+      capped ? std::max(1, static_cast<int>(std::ceil(kReserveShare * workers))) : 0;
+  return {channel, tenant, channel_share < 1.0 ? std::min(kFirstWindow, channel) : 0, workers,
+          reserve};
+}
+
+int CapLedger::WindowMax() const {
+  return caps_.reserve > 0 ? std::max(caps_.channel, caps_.workers - caps_.reserve) : caps_.channel;
 }
 
 int CapLedger::Window(const Count& c) const {
   if (c.failing) return 1;
   if (caps_.first_window <= 0) return caps_.channel;
-  return std::min(caps_.channel, c.window > 0 ? c.window : caps_.first_window);
+  return std::min(WindowMax(), c.window > 0 ? c.window : caps_.first_window);
 }
 
 CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
@@ -43,7 +52,9 @@ CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
 
 bool CapLedger::Holds(int64_t channel, int64_t tenant) const {
   auto c = channels_.find(channel);
-  if (c != channels_.end() && c->second.n >= Window(c->second)) return true;
+  if (c != channels_.end() && c->second.n >= std::min(Window(c->second), ChannelCap(c->second))) {
+    return true;
+  }
   auto t = tenants_.find(tenant);
   return t != tenants_.end() && t->second.n >= caps_.tenant;
 }
@@ -74,7 +85,7 @@ void CapLedger::Succeeded(int64_t channel) {
   Count& c = it->second;
   c.failing = false;
   if (caps_.first_window > 0) {
-    c.window = std::min(caps_.channel, (c.window > 0 ? c.window : caps_.first_window) + 1);
+    c.window = std::min(WindowMax(), (c.window > 0 ? c.window : caps_.first_window) + 1);
   }
   if (c.n <= 0 && c.window == 0) {
     channels_.erase(it);
@@ -105,11 +116,12 @@ void CapLedger::Forget(Clock::time_point now) {
   }
 }
 
-ClaimLimits CapLedger::Limits() const {
+ClaimLimits CapLedger::Limits(int free) const {
   ClaimLimits limits;
   limits.channel_cap = caps_.channel;
   limits.tenant_cap = caps_.tenant;
   limits.first_window = caps_.first_window;
+  limits.lend = caps_.reserve > 0 ? std::max(0, free - caps_.reserve) : 0;
   limits.channels_in_flight.reserve(channels_.size());
   for (const auto& [id, c] : channels_) {
     // The claim knows one channel cap; a failing channel's cap of 1 is passed as a count in
@@ -120,6 +132,9 @@ ClaimLimits CapLedger::Limits() const {
     if (counted > 0 || c.window > 0) {
       limits.channels_in_flight.emplace_back(id, counted);
       limits.channel_windows.push_back(c.failing ? caps_.channel : Window(c));
+      // Lent to only once it has answered quickly (its window grew) and while not failing: a
+      // channel that never answered, like forty hanging ones of one tenant, borrows nothing.
+      limits.lend_windows.push_back(limits.lend > 0 && c.window > 0 && !c.failing ? Window(c) : 0);
     }
   }
   for (const auto& [id, c] : tenants_) {

@@ -23,6 +23,17 @@
 // seed's bar is under 15. The window bounds what one claim takes of a channel (Claim's $10,
 // $11); reaching it is not reaching the cap. Off when channel_share is 1 (no caps).
 //
+// Lending (ADR 0013). The caps bind while anyone else has due work; slots nobody else wants
+// are lent. A claim first takes everything the caps let through, then may take more jobs of
+// the channels the caps held back, up to its free slots less the reserve (kReserveShare of the
+// workers, at least 1), which stay free for everyone else's next jobs. Only a channel that has
+// answered quickly since its last failure (its window grew) is lent to, and only up to its
+// window, which may then grow past the cap, up to the workers less the reserve: a channel
+// that never answered (forty hanging ones of one tenant) or is failing borrows nothing, and a
+// channel that dies holds at most the window its quick answers earned. Holds() still answers
+// for the caps: a borrower's ending job wakes the runner, whose next claim gives that slot to
+// anyone else first. Lending needs slow start, so it is off with channel_share 1.
+//
 // Failing channels. A channel whose last attempt failed (a timeout, a connection error, a 5xx,
 // a 429) or that has a request stalled (QueueRunner) gets a cap of 1 until an attempt of it
 // succeeds quickly: its cap is for a channel that answers, and a failing one would spend it
@@ -54,13 +65,22 @@ class CapLedger {
     int tenant = 1;
     // Slow start: a channel's window when it has no record here (0: none, the channel cap).
     int first_window = 0;
+    // Lending: the tier's slots, and how many of them a claim leaves free when it lends
+    // beyond the caps (0: no lending).
+    int workers = 0;
+    int reserve = 0;
   };
   // The caps for a tier of `workers` slots and the two shares (rules above); with caps on
-  // (channel_share below 1), slow start from kFirstWindow.
+  // (channel_share below 1), slow start from kFirstWindow and lending with a reserve of
+  // kReserveShare of the workers, at least 1.
   static Caps For(int workers, double channel_share, double tenant_share);
   // A channel's first window: the old default tier's channel cap, and under the seed's bar of
   // 15 requests to a dead endpoint in the first wave.
   static constexpr int kFirstWindow = 10;
+  // The share of a tier's workers that lending never takes (ADR 0013): 20 of the default
+  // tier's 200, the old default tier's whole width, for everyone else's next jobs while a
+  // lone tenant borrows the rest.
+  static constexpr double kReserveShare = 0.1;
 
   explicit CapLedger(Caps caps) : caps_(caps) {}
   void SetCaps(Caps caps) { caps_ = caps; }
@@ -97,8 +117,9 @@ class CapLedger {
     std::vector<int64_t> tenants;
   };
 
-  // What the next claim must respect: counts in flight, windows and the caps.
-  ClaimLimits Limits() const;
+  // What the next claim of up to `free` jobs must respect: counts in flight, windows, the caps,
+  // and how much it may lend (free less the reserve).
+  ClaimLimits Limits(int free) const;
 
   int in_flight(int64_t channel) const;
   int tenant_in_flight(int64_t tenant) const;
@@ -114,8 +135,9 @@ class CapLedger {
     Clock::time_point failed_at{};
   };
   // The channel's cap: 1 while failing, else the tier's. What it may have in flight now: its
-  // window, at most that cap.
+  // window, at most that cap — or, lent slots included, at most what lending leaves.
   int ChannelCap(const Count& c) const { return c.failing ? 1 : caps_.channel; }
+  int WindowMax() const;
   int Window(const Count& c) const;
 
   Caps caps_;

@@ -282,7 +282,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
       {
         std::lock_guard lock(mu_);
         caps_.Forget(std::chrono::steady_clock::now());
-        limits = caps_.Limits();
+        limits = caps_.Limits(limit);
       }
       const auto started = std::chrono::steady_clock::now();
       std::vector<ClaimedJob> jobs =

@@ -1,5 +1,6 @@
 #include "claim_store.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -54,6 +55,10 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     channel_windows.assign(channels.size(), limits.channel_cap);  // no slow start
   }
   const int first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap;
+  std::vector<int64_t> lend_windows(channels.size(), 0);
+  if (limits.lend_windows.size() == channels.size()) {
+    lend_windows.assign(limits.lend_windows.begin(), limits.lend_windows.end());
+  }
   for (const auto& [id, n] : limits.tenants_in_flight) {
     tenants.push_back(id);
     tenant_counts.push_back(n);
@@ -82,10 +87,10 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     generic_plans_ = true;
   }
   pqxx::nontransaction tx(conn_, "claim");
-  pqxx::result rows =
-      tx.exec_prepared("claim", queue, limit, node, PgArray(channels), PgArray(channel_counts),
-                       PgArray(tenants), PgArray(tenant_counts), limits.channel_cap,
-                       limits.tenant_cap, PgArray(channel_windows), first_window);
+  pqxx::result rows = tx.exec_prepared(
+      "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
+      PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(channel_windows),
+      first_window, std::max(limits.lend, 0), PgArray(lend_windows));
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;

@@ -80,6 +80,43 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
           ORDER BY h.channel_id, h.priority, h.scheduled_at, h.id
           LIMIT 1
 
+-- fragment: lend
+-- The claim's lending (ADR 0013, docs/caps.md). When what the caps let through (picked) leaves
+-- the lending budget $12 unspent, the due jobs not picked of channels the runner lends to
+-- ($13: a lend window for each channel of $4, 0 for none) are taken in turns, each channel up
+-- to its lend window less what it has in flight and was picked, until the claim has lent $12
+-- less what it picked. All that is left after the picks is what the caps held back. The
+-- runner lends only to channels that have answered quickly (a grown window) and are not
+-- failing, and passes the budget as its free slots less the reserve: lent jobs never take the
+-- slots the reserve keeps for everyone else, and the caps bind again at the next claim once
+-- anyone else has due work, since theirs is picked first. The heads exist only when the
+-- windows fell short and something was held back, which a channel or tenant at its cap always
+-- is. Rows the windows locked and the caps left are this statement's own locks, which SKIP
+-- LOCKED does not skip: the NOT EXISTS keeps them from being taken twice.
+SELECT next.*
+    FROM (SELECT h.channel_id, h.priority,
+                 coalesce((SELECT f.lend - f.n FROM flying f WHERE f.channel_id = h.channel_id),
+                          0)
+                   - (SELECT count(*) FROM picked p WHERE p.channel_id = h.channel_id) AS room,
+                 row_number() OVER (PARTITION BY h.tenant_id, h.priority
+                                    ORDER BY h.scheduled_at, h.channel_id) AS turn,
+                 h.scheduled_at
+            FROM heads h
+           WHERE $12 > (SELECT count(*) FROM picked)
+             AND h.queue = $1 AND h.scheduled_at <= now()
+           ORDER BY h.priority, turn, h.scheduled_at, h.channel_id
+           LIMIT $12) AS g
+   CROSS JOIN LATERAL (
+         SELECT j.id
+           FROM bulkhead.jobs j
+          WHERE j.channel_id = g.channel_id AND j.state = 'available'
+            AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
+            AND NOT EXISTS (SELECT FROM picked p WHERE p.id = j.id)
+          ORDER BY j.scheduled_at, j.id
+          LIMIT greatest(least(g.room, $12), 0)
+            FOR UPDATE SKIP LOCKED) AS next
+   LIMIT greatest($12 - (SELECT count(*) FROM picked), 0)
+
 -- name: Claim
 -- Claims up to $2 due jobs of queue $1 for node $3 within the caps; parks those not flowing.
 -- The heart of the queue.
@@ -151,8 +188,8 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 --   row): what the claim spent beyond what it took, which the caps tests hold down. The runner
 --   does not read it; when to claim again is QueueRunner::Run's to decide.
 WITH RECURSIVE flying AS (
-  SELECT u.channel_id, u.n, u.win
-    FROM unnest($4::bigint[], $5::int[], $10::int[]) AS u(channel_id, n, win)
+  SELECT u.channel_id, u.n, u.win, u.lend
+    FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
 ), tenant_flying AS (
   SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), fresh AS (
@@ -211,10 +248,16 @@ WITH RECURSIVE flying AS (
   SELECT DISTINCT ON (id) *
     FROM (SELECT * FROM windows UNION ALL SELECT * FROM spread) AS u
 ), picked AS (
-  SELECT k.id
+  SELECT k.id, k.channel_id
     FROM ({{within_caps(candidates)}}) AS k
    ORDER BY k.priority, k.scheduled_at, k.id
    LIMIT $2
+), lent AS (
+  -- Idle slots lent (ADR 0013): when the caps let nothing more through, due jobs of channels
+  -- and tenants held only by their cap, up to the lending budget $12 less what was picked.
+  {{lend}}
+), claiming AS (
+  SELECT id FROM picked UNION ALL SELECT id FROM lent
 ), claimed AS (
   UPDATE bulkhead.jobs AS j
      SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
@@ -222,9 +265,9 @@ WITH RECURSIVE flying AS (
          attempt = CASE WHEN flow.ok THEN j.attempt + 1 ELSE j.attempt END,
          attempted_at = CASE WHEN flow.ok THEN now() ELSE j.attempted_at END,
          attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
-    FROM picked, bulkhead.channels AS ch,
+    FROM claiming, bulkhead.channels AS ch,
          LATERAL (SELECT {{flowing}}) AS flow(ok)
-   WHERE j.id = picked.id AND ch.id = j.channel_id
+   WHERE j.id = claiming.id AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
             ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until
 )

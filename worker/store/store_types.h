@@ -57,6 +57,13 @@ struct ClaimLimits {
   std::vector<int> channel_windows;
   int first_window = 0;
   std::vector<std::pair<int64_t, int>> tenants_in_flight;  // tenant id → jobs in flight
+  // Lending (ADR 0013): how many jobs the claim may take beyond the caps once it has taken
+  // everything the caps let through (counting that; 0: the caps are strict), and the channels
+  // it may lend to: each of channels_in_flight, in the same order, may have at most its lend
+  // window in flight, lent jobs included (0: none lent; empty: none for any; a channel not
+  // among them gets none).
+  int lend = 0;
+  std::vector<int> lend_windows;
 };
 
 // A claimed job to give back unattempted (shutdown).
