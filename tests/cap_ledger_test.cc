@@ -190,6 +190,10 @@ TEST(CapLedgerLending, LendsTheFreeSlotsLessTheReserveToChannelsThatAnsweredQuic
   EXPECT_EQ(CapLedger::For(1000, 0.5, 0.5).reserve, 100);
   EXPECT_EQ(CapLedger::For(5, 0.5, 0.5).reserve, 1);  // the bulk tier: at least 1
   EXPECT_EQ(CapLedger::For(200, 1.0, 0.5).reserve, 0) << "no slow start: no lending";
+  EXPECT_EQ(CapLedger::For(200, 0.5, 0.5, 0.25).reserve, 50);
+  EXPECT_EQ(CapLedger::For(200, 0.5, 0.5, 1.0).reserve, 200);
+  EXPECT_EQ(CapLedger(CapLedger::For(200, 0.5, 0.5, 1.0)).Limits(200).lend, 0)
+      << "reserve_share 1: strict caps";
 
   CapLedger ledger(CapLedger::For(200, 0.5, 0.5));
   EXPECT_EQ(ledger.Limits(100).lend, 80);

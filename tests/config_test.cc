@@ -109,6 +109,7 @@ TEST_F(ConfigTest, UsesEveryDefaultWhenKeysAreAbsent) {
   EXPECT_EQ(tier.workers, 200);
   EXPECT_EQ(tier.channel_share, 0.5);
   EXPECT_EQ(tier.tenant_share, 0.5);
+  EXPECT_EQ(tier.reserve_share, 0.1);
   EXPECT_EQ(tier.failure_threshold, 5);
   EXPECT_EQ(tier.slow_call_ms, 2000);
   EXPECT_EQ(tier.stalled_after_ms, 500);
@@ -221,11 +222,11 @@ TEST(ShippedTiers, LoadWithTwoHundredDefaultAndFiveBulkWorkersAndSpellOutEveryKe
     std::set<std::string> keys;
     const nlohmann::json file = nlohmann::json::parse(in);
     for (const auto& [key, value] : file.items()) keys.insert(key);
-    EXPECT_EQ(keys,
-              (std::set<std::string>{
-                  "workers", "channel_share", "tenant_share", "failure_threshold", "slow_call_ms",
-                  "stalled_after_ms", "cooldown_ms", "cooldown_max_ms", "connect_timeout_ms",
-                  "request_timeout_ms", "retry_delays_ms", "retry_jitter", "retry_after_max_ms"}));
+    EXPECT_EQ(keys, (std::set<std::string>{
+                        "workers", "channel_share", "tenant_share", "reserve_share",
+                        "failure_threshold", "slow_call_ms", "stalled_after_ms", "cooldown_ms",
+                        "cooldown_max_ms", "connect_timeout_ms", "request_timeout_ms",
+                        "retry_delays_ms", "retry_jitter", "retry_after_max_ms"}));
   }
 }
 
@@ -619,6 +620,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "must be a number above 0 and at most 1, not 1.01"},
         BadValue{R"({"tenant_share": 0})", "tenant_share",
                  "must be a number above 0 and at most 1, not 0.0"},
+        BadValue{R"({"reserve_share": 0})", "reserve_share",
+                 "must be a number above 0 and at most 1, not 0.0"},
+        BadValue{R"({"reserve_share": 2})", "reserve_share",
+                 "must be a number above 0 and at most 1, not 2.0"},
         BadValue{R"({"failure_threshold": 0})", "failure_threshold",
                  "must be an integer from 1 to 1000, not 0"},
         BadValue{R"({"failure_threshold": 1001})", "failure_threshold",

@@ -59,6 +59,12 @@ struct TierOptions {
   // cap. Rounded like channel_share.
   double tenant_share = 0.5;
 
+  // Share of `workers` that lending never takes (ADR 0013): a claim may lend idle slots past
+  // the caps to channels that answer quickly, while nobody else has due work, but leaves
+  // ceil(share × workers), at least 1, free for everyone else. (0, 1]; 1 is no lending (strict
+  // caps). Lending needs slow start, so it is off with channel_share 1 too.
+  double reserve_share = 0.1;
+
   // Failures in a row, on this node, that open a channel's breaker: timeouts, connection
   // errors, 5xx and 429 answers; attempts in flight longer than slow_call_ms count too.
   // 1..1000. See BreakerBoard.

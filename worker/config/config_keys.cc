@@ -402,6 +402,7 @@ const TierKey kTierKeys[] = {
     IntKey<&TierOptions::workers>("workers", true, 1, 10000),
     ShareKey<&TierOptions::channel_share>("channel_share"),
     ShareKey<&TierOptions::tenant_share>("tenant_share"),
+    ShareKey<&TierOptions::reserve_share>("reserve_share"),
     IntKey<&TierOptions::failure_threshold>("failure_threshold", true, 1, 1000),
     IntKey<&TierOptions::slow_call_ms>("slow_call_ms", true, 1, 3'600'000),
     IntKey<&TierOptions::stalled_after_ms>("stalled_after_ms", true, 1, 3'600'000),

@@ -21,13 +21,14 @@ int CapOf(int workers, double share) {
 
 }  // namespace
 
-CapLedger::Caps CapLedger::For(int workers, double channel_share, double tenant_share) {
+CapLedger::Caps CapLedger::For(int workers, double channel_share, double tenant_share,
+                               double reserve_share) {
   const int channel = CapOf(workers, channel_share);
   const int tenant = CapOf(workers, tenant_share);
   // Lending needs slow start's record of which channels answer (channel_share below 1).
   const bool capped = channel_share < 1.0;
   const int reserve =
-      capped ? std::max(1, static_cast<int>(std::ceil(kReserveShare * workers))) : 0;
+      capped ? std::clamp(static_cast<int>(std::ceil(reserve_share * workers)), 1, workers) : 0;
   return {channel, tenant, channel_share < 1.0 ? std::min(kFirstWindow, channel) : 0, workers,
           reserve};
 }

@@ -25,14 +25,15 @@
 //
 // Lending (ADR 0013). The caps bind while anyone else has due work; slots nobody else wants
 // are lent. A claim first takes everything the caps let through, then may take more jobs of
-// the channels the caps held back, up to its free slots less the reserve (kReserveShare of the
-// workers, at least 1), which stay free for everyone else's next jobs. Only a channel that has
-// answered quickly since its last failure (its window grew) is lent to, and only up to its
-// window, which may then grow past the cap, up to the workers less the reserve: a channel
-// that never answered (forty hanging ones of one tenant) or is failing borrows nothing, and a
-// channel that dies holds at most the window its quick answers earned. Holds() still answers
-// for the caps: a borrower's ending job wakes the runner, whose next claim gives that slot to
-// anyone else first. Lending needs slow start, so it is off with channel_share 1.
+// the channels the caps held back, up to its free slots less the reserve (the tier's
+// reserve_share of the workers, at least 1), which stay free for everyone else's next jobs.
+// Only a channel that has answered quickly since its last failure (its window grew) is lent
+// to, and only up to its window, which may then grow past the cap, up to the workers less the
+// reserve: a channel that never answered (forty hanging ones of one tenant) or is failing
+// borrows nothing, and a channel that dies holds at most the window its quick answers earned.
+// Holds() still answers for the caps: a borrower's ending job wakes the runner, whose next
+// claim gives that slot to anyone else first. Lending needs slow start, so it is off with
+// channel_share 1; reserve_share 1 turns it off too.
 //
 // Failing channels. A channel whose last attempt failed (a timeout, a connection error, a 5xx,
 // a 429) or that has a request stalled (QueueRunner) gets a cap of 1 until an attempt of it
@@ -72,14 +73,15 @@ class CapLedger {
   };
   // The caps for a tier of `workers` slots and the two shares (rules above); with caps on
   // (channel_share below 1), slow start from kFirstWindow and lending with a reserve of
-  // kReserveShare of the workers, at least 1.
-  static Caps For(int workers, double channel_share, double tenant_share);
+  // ceil(reserve_share × workers), at least 1 (reserve_share 1: no lending).
+  static Caps For(int workers, double channel_share, double tenant_share,
+                  double reserve_share = kReserveShare);
   // A channel's first window: the old default tier's channel cap, and under the seed's bar of
   // 15 requests to a dead endpoint in the first wave.
   static constexpr int kFirstWindow = 10;
-  // The share of a tier's workers that lending never takes (ADR 0013): 20 of the default
-  // tier's 200, the old default tier's whole width, for everyone else's next jobs while a
-  // lone tenant borrows the rest.
+  // The default share of a tier's workers that lending never takes (ADR 0013, the tier key
+  // reserve_share): 20 of the default tier's 200, the old default tier's whole width, for
+  // everyone else's next jobs while a lone tenant borrows the rest.
   static constexpr double kReserveShare = 0.1;
 
   explicit CapLedger(Caps caps) : caps_(caps) {}

@@ -38,7 +38,7 @@ constexpr auto kProbeEvery = std::chrono::seconds(1);
 constexpr auto kLeaseRecheck = std::chrono::milliseconds(100);
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
-  return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share);
+  return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share, tier.reserve_share);
 }
 
 QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender,
