@@ -20,13 +20,16 @@
 // Caps. A CapLedger counts the jobs in flight per channel and per tenant; every claim passes
 // the counts, and the claim statement leaves out channels at their window or cap and tenants at
 // their cap, and never takes one past it; past a capped backlog it finds the others' jobs through
-// its skip scan (ADR 0012). Caps reached are counted and summarized (CapSummary).
+// its skip scan (ADR 0012). When the caps leave free slots idle, the claim lends them, less the
+// tier's reserve, to channels that answer quickly (ADR 0013; the ledger gives the budget and
+// each channel's lend window). Caps reached are counted and summarized (CapSummary).
 //
 // Stalled requests. An attempt still in flight `stalled_after_ms` after it was sent gives its
 // worker slot back (at most kStalledPerWorker × workers of the tier's requests at once): a
 // hanging or slow endpoint costs the node a socket from then on, not one of the slots every
-// other tenant needs. It still counts toward its channel's and tenant's caps, so one channel
-// never has more than its cap in flight, stalled or not. Without this, k misbehaving channels
+// other tenant needs. It still counts toward its channel's and tenant's caps, so a channel
+// held at its cap by stalled requests takes nothing more (and, failing, is lent nothing: the
+// slots a stall gives back go to everyone else). Without this, k misbehaving channels
 // hold k caps' worth of slots for up to the request timeout: two at the default shares hold
 // all of them (the hostile load scenario: healthy p95 6.3 s against a 58 ms gate).
 //
