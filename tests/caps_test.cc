@@ -272,15 +272,14 @@ TEST_F(CapsTest, ATenantAtItsCapIsLentUpToTheBudgetEachChannelUpToItsLendWindow)
   Enqueue(one, 50);
   Enqueue(two, 50);
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.first_window = 10;
-  limits.channels_in_flight = {{one, 5}, {two, 5}};
-  limits.channel_windows = {14, 18};
-  limits.tenants_in_flight = {{lone, 10}};
-  limits.lend_windows = {14, 18};
-  limits.lend = 0;
+  ClaimLimits limits{.channel_cap = 10,
+                     .tenant_cap = 10,
+                     .channels_in_flight = {{one, 5}, {two, 5}},
+                     .channel_windows = {14, 18},
+                     .first_window = 10,
+                     .tenants_in_flight = {{lone, 10}},
+                     .lend = 0,
+                     .lend_windows = {14, 18}};
   EXPECT_TRUE(store.Claim("default", 10, "node-a", limits).empty()) << "no budget: strict caps";
   limits.lend = 8;
   auto n = PerChannel(store.Claim("default", 10, "node-a", limits));
@@ -302,16 +301,15 @@ TEST_F(CapsTest, AnotherTenantsDueJobsAreTakenBeforeAnythingIsLent) {
   int64_t late = Channel(other);
   Enqueue(late, 3);
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.first_window = 10;
-  limits.channels_in_flight = {{busy, 10}};
-  limits.channel_windows = {18};
-  limits.tenants_in_flight = {{lone, 10}};
-  limits.lend_windows = {18};
-  limits.lend = 5;
-  auto jobs = store.Claim("default", 10, "node-a", limits);
+  auto jobs = store.Claim("default", 10, "node-a",
+                          {.channel_cap = 10,
+                           .tenant_cap = 10,
+                           .channels_in_flight = {{busy, 10}},
+                           .channel_windows = {18},
+                           .first_window = 10,
+                           .tenants_in_flight = {{lone, 10}},
+                           .lend = 5,
+                           .lend_windows = {18}});
   EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{busy, 2}, {late, 3}}));
 }
 
@@ -324,16 +322,17 @@ TEST_F(CapsTest, AChannelWithoutALendWindowIsLentNothing) {
   Enqueue(unproven, 50);
   Enqueue(unknown, 50);
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.first_window = 10;
-  limits.channels_in_flight = {{unproven, 10}};
-  limits.channel_windows = {10};
-  limits.tenants_in_flight = {{lone, 10}};
-  limits.lend_windows = {0};
-  limits.lend = 50;
-  EXPECT_TRUE(store.Claim("default", 50, "node-a", limits).empty());
+  EXPECT_TRUE(store
+                  .Claim("default", 50, "node-a",
+                         {.channel_cap = 10,
+                          .tenant_cap = 10,
+                          .channels_in_flight = {{unproven, 10}},
+                          .channel_windows = {10},
+                          .first_window = 10,
+                          .tenants_in_flight = {{lone, 10}},
+                          .lend = 50,
+                          .lend_windows = {0}})
+                  .empty());
   EXPECT_EQ(Count("state = 'available'"), 100);
 }
 
