@@ -118,7 +118,7 @@ SELECT next.*
    LIMIT greatest($12 - (SELECT count(*) FROM picked), 0)
 
 -- name: Claim
--- Claims up to $2 due jobs of queue $1 for node $3 within the caps; parks those not flowing.
+-- Claims up to $2 due jobs of queue $1 for node $3, within the caps then lent; parks non-flowing.
 -- The heart of the queue.
 --
 -- - One statement, one round trip: it picks and locks, marks the jobs executing with attempt + 1,
@@ -183,6 +183,11 @@ SELECT next.*
 --   most a channel's room in its window. Without it a
 --   channel that died took its whole cap in the first wave: 100 requests per node at the
 --   default 200 workers, where the seed's bar is under 15.
+-- - Lending ($12, $13; ADR 0013): after everything the caps let through, when the runner's
+--   budget $12 (its free slots less the tier's reserve) is not spent, the CTE lent takes more
+--   due jobs of channels with a lend window ($13: those that answered quickly and are not
+--   failing), each up to that window (the fragment lend). So the caps bind while anyone else
+--   has due work, and slots nobody wants are lent, never the reserve. $12 = 0: strict caps.
 -- - Rows come back in claim order; parked ones too, so the runner knows how many it took. Each
 --   carries `held_back`, the rows it locked and left (a claim that took nothing returns no
 --   row): what the claim spent beyond what it took, which the caps tests hold down. The runner
