@@ -13,7 +13,6 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "breaker_keeper.h"
 #include "claim_store.h"
@@ -22,6 +21,7 @@
 #include "http_receiver.h"
 #include "http_sender.h"
 #include "network_guard.h"
+#include "poll.h"
 #include "store_connection.h"
 #include "tenancy.h"
 #include "webhook_signature.h"
@@ -71,37 +71,15 @@ class QueueRunnerTest : public testing::DatabaseTest {
     DatabaseTest::TearDown();
   }
 
-  // Polls until `done()` holds; false after `timeout`. For the runner's counters, which its
-  // thread bumps after the statement they count has committed: a test that has seen the commit
-  // may still be ahead of the count.
-  template <class Done>
-  bool Eventually(Done done, milliseconds timeout = seconds(10)) {
-    for (auto deadline = std::chrono::steady_clock::now() + timeout; !done();
-         std::this_thread::sleep_for(milliseconds(5))) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-    }
-    return true;
-  }
-
   // Waits until the runner's first claim (at start, of an empty queue) has run.
   void WaitForFirstClaim() {
-    Eventually([&] { return runner_->claims() >= 1u; });
+    testing::PollUntil([&] { return runner_->claims() >= 1u; }, seconds(10));
     ASSERT_GE(runner_->claims(), 1u);
   }
 
   int64_t Enqueue(int64_t channel) {
     return QueryValue<int64_t>(
         db(), "SELECT bulkhead.enqueue(" + std::to_string(channel) + ", '{\"n\": 1}'::jsonb)");
-  }
-
-  // Polls until `condition` (SQL) holds; false after `timeout`.
-  bool WaitFor(const std::string& condition, milliseconds timeout = seconds(10)) {
-    for (auto deadline = std::chrono::steady_clock::now() + timeout;
-         std::chrono::steady_clock::now() < deadline;
-         std::this_thread::sleep_for(milliseconds(10))) {
-      if (QueryValue<bool>(db(), "SELECT " + condition)) return true;
-    }
-    return false;
   }
 
   std::string Job(int64_t id, const std::string& column) {
@@ -158,8 +136,8 @@ TEST_F(QueueRunnerTest, A410DisablesTheChannelAndParksTheJobWithItsAttemptNotSpe
               "FROM bulkhead.jobs WHERE id = " +
               std::to_string(job)));
   // Counted after DisableGone commits (EndpointAnswers::Run): under ThreadSanitizer the test
-  // read 0 here once, right after seeing the channel disabled.
-  EXPECT_TRUE(Eventually([&] { return runner_->channels_gone() == 1u; }));
+  // read 0 here once, right after seeing the channel disabled. Polled for that reason.
+  EXPECT_TRUE(testing::PollUntil([&] { return runner_->channels_gone() == 1u; }, seconds(10)));
   EXPECT_EQ(runner_->channels_gone(), 1u);
 }
 

@@ -44,21 +44,22 @@ ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
                                           const std::string& node, const ClaimLimits& limits,
                                           int* parked, int* held_back) {
-  std::vector<int64_t> channels, channel_counts, channel_windows, tenants, tenant_counts;
+  std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
   for (const auto& [id, n] : limits.channels_in_flight) {
     channels.push_back(id);
     channel_counts.push_back(n);
   }
-  if (limits.channel_windows.size() == channels.size()) {
-    channel_windows.assign(limits.channel_windows.begin(), limits.channel_windows.end());
-  } else {
-    channel_windows.assign(channels.size(), limits.channel_cap);  // no slow start
-  }
+  // A per-channel column of the limits, in channels' order, or `otherwise` for each channel
+  // when the limits have none.
+  auto per_channel = [&](const std::vector<int>& values, int otherwise) {
+    return values.size() == channels.size() ? std::vector<int64_t>(values.begin(), values.end())
+                                            : std::vector<int64_t>(channels.size(), otherwise);
+  };
+  const std::vector<int64_t> channel_windows =
+      per_channel(limits.channel_windows, limits.channel_cap);  // none: no slow start
+  const std::vector<int64_t> lend_windows =
+      per_channel(limits.lend_windows, 0);  // none: no lending
   const int first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap;
-  std::vector<int64_t> lend_windows(channels.size(), 0);
-  if (limits.lend_windows.size() == channels.size()) {
-    lend_windows.assign(limits.lend_windows.begin(), limits.lend_windows.end());
-  }
   for (const auto& [id, n] : limits.tenants_in_flight) {
     tenants.push_back(id);
     tenant_counts.push_back(n);
