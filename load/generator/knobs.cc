@@ -1,5 +1,6 @@
 #include "knobs.h"
 
+#include <algorithm>
 #include <charconv>
 #include <regex>
 
@@ -98,6 +99,20 @@ std::optional<HostileKnobs> HostileKnobsFrom(const KnobLookup& lookup, std::stri
       !Read(lookup, "LOAD_HOSTILE_BACKLOG", 0, 1'000'000, k.backlog, error) ||
       !Read(lookup, "LOAD_DRAIN_TIMEOUT_S", 1, 3600, k.drain_timeout_s, error)) {
     return std::nullopt;
+  }
+  if (auto value = lookup("LOAD_HOSTILE_OFFENDERS"); value && !value->empty()) {
+    static const std::vector<std::string> kNames = {"error500", "slow", "throttled",
+                                                    "huge",     "drip", "refused"};
+    std::string list = *value + ",";
+    for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
+      std::string name = list.substr(at, comma - at);
+      if (std::find(kNames.begin(), kNames.end(), name) == kNames.end()) {
+        error = "LOAD_HOSTILE_OFFENDERS: '" + name +
+                "' is not one of error500, slow, throttled, huge, drip, refused";
+        return std::nullopt;
+      }
+      k.offenders.push_back(name);
+    }
   }
   return k;
 }

@@ -16,7 +16,7 @@ PhaseStats Summarize(const std::vector<SentMessage>& sent,
                      int64_t phase_start_us) {
   PhaseStats s;
   s.sent = static_cast<int>(sent.size());
-  std::vector<double> latencies;
+  std::vector<double> latencies, enqueues, pickups;
   int64_t last_arrival = phase_start_us;
   for (const SentMessage& m : sent) {
     auto it = arrivals.find(std::to_string(m.job_id));
@@ -32,6 +32,8 @@ PhaseStats Summarize(const std::vector<SentMessage>& sent,
     }
     double ms = static_cast<double>(first.received_at_us - m.sent_at_us) / 1000.0;
     latencies.push_back(ms);
+    enqueues.push_back(static_cast<double>(m.committed_at_us - m.sent_at_us) / 1000.0);
+    pickups.push_back(static_cast<double>(first.received_at_us - m.committed_at_us) / 1000.0);
     s.points.emplace_back(static_cast<double>(m.sent_at_us - phase_start_us) / 1e6, ms);
     last_arrival = std::max(last_arrival, first.received_at_us);
   }
@@ -40,6 +42,11 @@ PhaseStats Summarize(const std::vector<SentMessage>& sent,
   s.p95_ms = Percentile(latencies, 0.95);
   s.p99_ms = Percentile(latencies, 0.99);
   s.max_ms = latencies.empty() ? 0 : latencies.back();
+  std::sort(enqueues.begin(), enqueues.end());
+  std::sort(pickups.begin(), pickups.end());
+  s.enqueue_p95_ms = Percentile(enqueues, 0.95);
+  s.pickup_p95_ms = Percentile(pickups, 0.95);
+  s.pickup_p99_ms = Percentile(pickups, 0.99);
   double span_s = static_cast<double>(last_arrival - phase_start_us) / 1e6;
   s.deliveries_per_s = span_s > 0 ? s.delivered / span_s : 0;
   std::sort(s.points.begin(), s.points.end());
@@ -57,6 +64,9 @@ nlohmann::json PhaseStats::ToJson() const {
           {"p95_ms", round1(p95_ms)},
           {"p99_ms", round1(p99_ms)},
           {"max_ms", round1(max_ms)},
+          {"enqueue_p95_ms", round1(enqueue_p95_ms)},
+          {"pickup_p95_ms", round1(pickup_p95_ms)},
+          {"pickup_p99_ms", round1(pickup_p99_ms)},
           {"deliveries_per_s", round1(deliveries_per_s)}};
 }
 
