@@ -24,8 +24,9 @@ struct PhaseStats {
   int lost = 0;
   int bad_signatures = 0;  // arrivals whose signature the mock found missing or invalid
   double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
-  // The latency split at the COMMIT: the application's own INSERT (send → commit) and the
-  // node's pick-up (commit → provider). Not gated; they say which side a slow p95 is on.
+  // The latency split at the COMMIT: the application's own INSERT (send → commit), and the
+  // node's pick-up and send with the receiver's reading of it (commit → provider). Not gated;
+  // they say which side a slow p95 is on.
   double enqueue_p95_ms = 0, pickup_p95_ms = 0, pickup_p99_ms = 0;
   double deliveries_per_s = 0;  // delivered / (last first arrival − phase start)
   // Every delivered message: seconds after the phase start it was sent, and its latency.
