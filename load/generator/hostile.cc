@@ -12,6 +12,7 @@
 #include "app_sender.h"
 #include "burst.h"
 #include "free_port.h"
+#include "knobs.h"
 #include "mock_client.h"
 #include "mock_provider.h"
 #include "phase_stats.h"
@@ -61,6 +62,12 @@ std::vector<Offender> Offenders(const std::string& mock_url) {
                        "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()) + "/hook",
                        {},
                        {}});
+  // The names LOAD_HOSTILE_OFFENDERS was checked against, before anything started.
+  bool same = offenders.size() == kHostileOffenders.size();
+  for (size_t i = 0; same && i < offenders.size(); ++i)
+    same = offenders[i].name == kHostileOffenders[i];
+  if (!same)
+    throw std::logic_error("hostile.cc's offenders differ from kHostileOffenders (knobs.h)");
   return offenders;
 }
 

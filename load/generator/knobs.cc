@@ -101,14 +101,15 @@ std::optional<HostileKnobs> HostileKnobsFrom(const KnobLookup& lookup, std::stri
     return std::nullopt;
   }
   if (auto value = lookup("LOAD_HOSTILE_OFFENDERS"); value && !value->empty()) {
-    static const std::vector<std::string> kNames = {"error500", "slow", "throttled",
-                                                    "huge",     "drip", "refused"};
     std::string list = *value + ",";
     for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
       std::string name = list.substr(at, comma - at);
-      if (std::find(kNames.begin(), kNames.end(), name) == kNames.end()) {
-        error = "LOAD_HOSTILE_OFFENDERS: '" + name +
-                "' is not one of error500, slow, throttled, huge, drip, refused";
+      if (std::find(kHostileOffenders.begin(), kHostileOffenders.end(), name) ==
+          kHostileOffenders.end()) {
+        error = "LOAD_HOSTILE_OFFENDERS: '" + name + "' is not one of";
+        for (std::string_view known : kHostileOffenders) {
+          error += (known == kHostileOffenders.front() ? " " : ", ") + std::string(known);
+        }
         return std::nullopt;
       }
       k.offenders.push_back(name);

@@ -15,9 +15,11 @@
 // A value set explicitly wins over the profile's.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bulkhead::load {
@@ -95,10 +97,15 @@ struct HostileKnobs {
   int duration_s = 90;
   int backlog = 2000;
   int drain_timeout_s = 30;
-  // LOAD_HOSTILE_OFFENDERS: the misbehaving tenants to run, by name (hostile.cc lists them);
+  // LOAD_HOSTILE_OFFENDERS: the misbehaving tenants to run, by name (kHostileOffenders);
   // empty is all six. Fewer is for finding which one a failed gate is owed to.
   std::vector<std::string> offenders;
 };
+// The hostile scenario's misbehaving tenants, in the order it runs them: the names
+// LOAD_HOSTILE_OFFENDERS accepts. hostile.cc gives each its endpoint, and refuses to start if
+// its list and this one differ.
+inline constexpr std::array<std::string_view, 6> kHostileOffenders = {
+    "error500", "slow", "throttled", "huge", "drip", "refused"};
 std::optional<HostileKnobs> HostileKnobsFrom(const KnobLookup& lookup, std::string& error);
 
 // The fleet scenarios (fleet_scenarios.h). Each drains a burst to /hook/healthy (20–30 ms per
