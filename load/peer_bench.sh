@@ -41,9 +41,7 @@
 # bulkhead-mock on a free loopback port. Then, case by case: a fresh database for the system
 # (peer_bulkhead, peer_graphile, peer_pgboss), its jobs enqueued, ANALYZE, the mock's counters
 # reset, and the clock started as the worker process is spawned; a psql session polls the
-# database (poll_pause below: a quarter of the time the drain's pace says is left, between 50 ms
-# and 1 s, so the end is still seen within 50 ms) and the clock stops at the first poll that
-# finds no job waiting or
+# database (poll_pause below) and the clock stops at the first poll that finds no job waiting or
 # running. deliveries/s = jobs / those seconds: the worker's start-up (loading, connecting) is
 # inside the clock for every system alike. Then the worker's peak RSS (VmHWM) and CPU time
 # are read from /proc, it is stopped with SIGTERM, and the case passes when every job succeeded
@@ -271,8 +269,9 @@ close_poller() {
 # left, a seq scan of the system's table: 12 ms for Bulkhead's 20,000 rows, 18 ms for
 # graphile-worker's, and polled every 50 ms that was 18–23 % of a core taken from the system
 # being measured (pg_stat_statements, 2026-12-02). So the pause is a quarter of what is left at
-# the pace so far, between 50 ms and 1 s: a 4 s drain is polled about 15 times instead of 50, and
-# the last polls, near the end, are still 50 ms apart.
+# the pace so far, between 50 ms and 1 s: a 4 s drain is polled about 15 times instead of 50,
+# and the last polls are 50 ms apart. The end is seen more than 50 ms late only if the jobs
+# left drain over four times faster than the drain's average so far.
 poll_pause() {
   awk -v t0="$1" -v now="$2" -v n="$3" -v left="$4" 'BEGIN {
     done = n - left; p = 0.05

@@ -64,10 +64,12 @@ std::vector<Offender> Offenders(const std::string& mock_url) {
                        {}});
   // The names LOAD_HOSTILE_OFFENDERS was checked against, before anything started.
   bool same = offenders.size() == kHostileOffenders.size();
-  for (size_t i = 0; same && i < offenders.size(); ++i)
+  for (size_t i = 0; same && i < offenders.size(); ++i) {
     same = offenders[i].name == kHostileOffenders[i];
-  if (!same)
+  }
+  if (!same) {
     throw std::logic_error("hostile.cc's offenders differ from kHostileOffenders (knobs.h)");
+  }
   return offenders;
 }
 
