@@ -262,6 +262,43 @@ TEST_F(CapsTest, JobsAnOlderVersionDemotedAreClaimedAfterTheFreshOnes) {
   EXPECT_EQ(jobs.back().channel_id, old);
 }
 
+// The look-ahead (ADR 0014). At the long one, the windows read past a capped channel's front
+// of 50 rows and find the next tenant's jobs in order; at the short one they read 3 + 10 rows,
+// all capped, keep nothing, and the skip scan finds the same jobs, visiting each channel's head.
+// Each claim reports what its windows kept and how many heads its skip scan visited; the runner
+// chooses the next look-ahead from that (WindowLookAhead).
+TEST_F(CapsTest, AShortLookAheadLeavesACappedFrontToTheSkipScanAndReportsWhatEachSaw) {
+  int64_t a = Tenant("a"), b = Tenant("b");
+  int64_t capped = Channel(a), behind = Channel(b);
+  Enqueue(capped, 50);
+  Enqueue(behind, 6);
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{capped, 10}};
+  limits.tenants_in_flight = {{a, 10}};
+  ClaimWindows windows;
+  auto jobs = store.Claim("default", 3, "node-a", limits, nullptr, nullptr, &windows);
+  EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{behind, 3}}));
+  EXPECT_TRUE(windows.reported);
+  EXPECT_EQ(windows.kept, 3);   // the windows found them all within the caps
+  EXPECT_EQ(windows.heads, 0);  // so the skip scan did not run
+
+  limits.look_ahead = ClaimLimits::kShortLookAhead;
+  jobs = store.Claim("default", 3, "node-a", limits, nullptr, nullptr, &windows);
+  EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{behind, 3}}));
+  EXPECT_TRUE(windows.reported);
+  EXPECT_EQ(windows.kept, 0);
+  EXPECT_EQ(windows.heads, 2);  // capped's and behind's
+  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(capped)), 50);
+
+  // Nothing left to take: no row, so nothing reported.
+  jobs = store.Claim("default", 3, "node-a", limits, nullptr, nullptr, &windows);
+  EXPECT_TRUE(jobs.empty());
+  EXPECT_FALSE(windows.reported);
+}
+
 // ---- Lending (ADR 0013) ----------------------------------------------------------------------
 
 // A tenant at its cap whose channels have answered quickly (a lend window) is lent idle slots:

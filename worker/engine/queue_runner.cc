@@ -284,9 +284,12 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, int* taken) {
         caps_.Forget(std::chrono::steady_clock::now());
         limits = caps_.Limits(limit);
       }
+      limits.look_ahead = look_ahead_.next();
+      ClaimWindows windows;
       const auto started = std::chrono::steady_clock::now();
-      std::vector<ClaimedJob> jobs =
-          store_.Get().Claim(options_.tier.name, limit, options_.node, limits, &parked);
+      std::vector<ClaimedJob> jobs = store_.Get().Claim(options_.tier.name, limit, options_.node,
+                                                        limits, &parked, nullptr, &windows);
+      look_ahead_.Saw(windows);
       claim_ok_ = true;
       ++claims_;
       claimed_ += jobs.size();

@@ -22,7 +22,9 @@
 // their cap, and never takes one past it; past a capped backlog it finds the others' jobs through
 // its skip scan (ADR 0012). When the caps leave free slots idle, the claim lends them, less the
 // tier's reserve, to channels that answer quickly (ADR 0013; the ledger gives the budget and
-// each channel's lend window). Caps reached are counted and summarized (CapSummary).
+// each channel's lend window). Caps reached are counted and summarized (CapSummary). After a
+// claim whose windows kept nothing, the next one's windows look only 10 rows past its limit,
+// not 1,000 (ADR 0014, WindowLookAhead): what they leave unread, the skip scan finds.
 //
 // Stalled requests. An attempt still in flight `stalled_after_ms` after it was sent gives its
 // worker slot back (at most kStalledPerWorker × workers of the tier's requests at once): a
@@ -93,6 +95,7 @@
 #include "metrics.h"
 #include "retry_policy.h"
 #include "store_connection.h"
+#include "window_look_ahead.h"
 
 namespace bulkhead {
 
@@ -231,6 +234,9 @@ class QueueRunner {
 
   // Caps reached, counted and summarized (runner thread; see cap_summary.h).
   CapSummary cap_summary_;
+  // How far past its limit the next claim's windows read, from what the last one saw (runner
+  // thread only; see window_look_ahead.h).
+  WindowLookAhead look_ahead_;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;

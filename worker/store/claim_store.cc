@@ -43,7 +43,8 @@ ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
 
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
                                           const std::string& node, const ClaimLimits& limits,
-                                          int* parked, int* held_back) {
+                                          int* parked, int* held_back,
+                                          ClaimWindows* windows) {
   std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
   for (const auto& [id, n] : limits.channels_in_flight) {
     channels.push_back(id);
@@ -91,7 +92,8 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   pqxx::result rows = tx.exec_prepared(
       "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
       PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(channel_windows),
-      first_window, std::max(limits.lend, 0), PgArray(lend_windows));
+      first_window, std::max(limits.lend, 0), PgArray(lend_windows),
+      std::max(limits.look_ahead, 0));
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;
@@ -105,6 +107,11 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   }
   if (parked) *parked = parked_here;
   if (held_back) *held_back = rows.empty() ? 0 : rows[0]["held_back"].as<int>();
+  if (windows) {
+    *windows = rows.empty() ? ClaimWindows{}
+                            : ClaimWindows{true, rows[0]["windows_kept"].as<int>(),
+                                           rows[0]["heads"].as<int>()};
+  }
   return jobs;
 }
 

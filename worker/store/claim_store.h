@@ -34,10 +34,11 @@ class ClaimStore {
   // breaker is not closed, or that is paused, are parked instead; `parked` (if given) gets
   // their count. `held_back` (if given) gets how many rows it locked and left, for the caps
   // or the limit (0 when it took nothing): what the claim spent beyond what it took, which the
-  // caps tests hold down (the runner needs only what it took).
+  // caps tests hold down (the runner needs only what it took). `windows` (if given) gets what
+  // the windows kept and how many heads the skip scan visited, for the next look-ahead.
   std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
                                 const ClaimLimits& limits, int* parked = nullptr,
-                                int* held_back = nullptr);
+                                int* held_back = nullptr, ClaimWindows* windows = nullptr);
   // The same without caps.
   std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
                                 int* parked = nullptr);

@@ -19,7 +19,8 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 
 -- fragment: claim_window(priority, gate)
 -- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
--- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + 1000 of them.
+-- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + $14 of them
+-- (the look-ahead $14: 1,000, or 10 after a claim whose windows kept nothing; see Claim).
 -- Those of a channel at its window or cap, or of a tenant past half its cap with less room than
 -- the limit $2, are left out after the window (the skip scan takes such a tenant, up to its
 -- room); the rest are locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a
@@ -30,7 +31,7 @@ SELECT d.*
              AND k.scheduled_at <= now()
              AND {{gate}}
            ORDER BY k.scheduled_at, k.id
-           LIMIT $2 + 1000) AS w
+           LIMIT $2 + $14::int) AS w
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
            FROM bulkhead.jobs j
@@ -136,12 +137,18 @@ SELECT next.*
 -- - First, the windows: one per priority, in priority order, each stopping at the first job
 --   not yet due (`scheduled_at <= now()` bounds the index range), so retries waiting for hours
 --   never lengthen a claim. Priority 2 and 3 are read only when the ones before did not fill
---   the limit. Each reads jobs_claim in order through a window of at most limit + 1000 rows,
+--   the limit. Each reads jobs_claim in order through a window of at most limit + $14 rows,
 --   leaves out what is capped, and locks the rest one by one through the primary key until it
 --   has `limit` (a LATERAL: the planner cannot turn it into a hash join or a seq scan, which it
 --   would otherwise pick from its low estimate of the cap filters). Rows are read only as far
 --   as needed, so an uncapped claim reads `limit` rows. In order of time, every channel's
 --   jobs are found while the front of the queue is not held by a channel or tenant left out.
+-- - The look-ahead $14 (ADR 0014, WindowLookAhead) is 1,000, or 10 after a claim whose windows
+--   kept nothing while its skip scan visited few heads: a tenant at its cap whose backlog fills
+--   the front of the queue (a lone tenant borrowing, a burst) had every claim read 1,000 of its
+--   rows to leave them all out, about a sixth of such a claim. What a window does not see, the
+--   skip scan finds; the long window is for many channels due behind a held-back front, where
+--   finding them in order costs less than a descent each.
 -- - A tenant this node runs past half its cap, with less room below its cap than the limit,
 --   is left out of the windows too, and taken by the spread below, which locks no more than
 --   its room: the windows would lock its rows up to the limit and keep its room. A lone tenant
@@ -191,7 +198,10 @@ SELECT next.*
 -- - Rows come back in claim order; parked ones too, so the runner knows how many it took. Each
 --   carries `held_back`, the rows it locked and left (a claim that took nothing returns no
 --   row): what the claim spent beyond what it took, which the caps tests hold down. The runner
---   does not read it; when to claim again is QueueRunner::Run's to decide.
+--   does not read it; when to claim again is QueueRunner::Run's to decide. Each also carries
+--   `windows_kept`, the rows the windows found within the caps, and `heads`, the (channel,
+--   priority) pairs the skip scan visited (0 when it did not run): the runner's look-ahead
+--   for its next claim is chosen from them.
 WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win, u.lend
     FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
@@ -284,7 +294,10 @@ SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
        CASE WHEN state = 'executing' THEN {{old_secrets}} END AS old_secrets,
        -- Rows it locked that the caps (or the limit) left: there is more to claim than this
        -- claim took, and the runner claims again.
-       (SELECT count(*) FROM candidates) - (SELECT count(*) FROM picked) AS held_back
+       (SELECT count(*) FROM candidates) - (SELECT count(*) FROM picked) AS held_back,
+       -- What the windows and the skip scan saw: the runner's next look-ahead ($14).
+       (SELECT count(*) FROM windows_kept) AS windows_kept,
+       (SELECT count(*) FROM heads) AS heads
   FROM claimed
  ORDER BY priority, scheduled_at, id
 

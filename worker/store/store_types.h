@@ -64,6 +64,20 @@ struct ClaimLimits {
   // among them gets none).
   int lend = 0;
   std::vector<int> lend_windows;
+  // How many rows past the claim's limit each of its windows may read (ADR 0014,
+  // WindowLookAhead): the long look-ahead unless the runner chose the short one.
+  int look_ahead = kLongLookAhead;
+  static constexpr int kLongLookAhead = 1000;
+  static constexpr int kShortLookAhead = 10;
+};
+
+// What one claim's windows and skip scan saw (Claim's windows_kept and heads), from which the
+// runner chooses the next claim's look-ahead. A claim that took nothing returns no row, and
+// so reports nothing (`reported` false).
+struct ClaimWindows {
+  bool reported = false;
+  int kept = 0;   // rows the windows found within the caps
+  int heads = 0;  // (channel, priority) pairs the skip scan visited; 0 when it did not run
 };
 
 // A claimed job to give back unattempted (shutdown).
