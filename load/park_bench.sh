@@ -81,14 +81,7 @@ psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 db() { echo "${conn/dbname=postgres/dbname=park_bench_$1}"; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
-# The SQL the binary prepares under `$1` (snake_case), fragments substituted: the raw string
-# after its name in the build's generated source (worker/store/named_queries.cmake writes it).
-statement() {
-  awk -v name="\"$1\"," '
-    found && sub(/^ *R"bulkhead_sql\(/, "") { grab = 1 }
-    grab { if (i = index($0, ")bulkhead_sql\"")) { print substr($0, 1, i - 1); exit } print; next }
-    index($0, name) { found = 1 }' build/worker/store/generated/embedded_queries.cc
-}
+source load/statement.sh  # statement NAME: the SQL the binary prepares under NAME
 open_breaker=$(statement open_breaker)
 reset_breaker=$(statement reset_breaker)
 [ -n "$open_breaker" ] && [ -n "$reset_breaker" ] ||
