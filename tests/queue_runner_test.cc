@@ -5,14 +5,17 @@
 // - an enqueue and a Wake() make a signed delivery that completes;
 // - a 410 disables the channel (EndpointAnswers, on the runner's connection);
 // - a 503 with Retry-After pushes the job and its channel's waiting jobs later;
+// - a wake-up's claim lends nothing, and the claim right after it lends;
 // - a request still in flight at a stop is handed back without spending its attempt.
 #include "queue_runner.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "breaker_keeper.h"
 #include "claim_store.h"
@@ -170,6 +173,47 @@ TEST_F(QueueRunnerTest, A503WithRetryAfterPushesTheJobAndItsChannelsWaitingJobsL
   }
   EXPECT_EQ(receiver.request_count(), 1u);
   EXPECT_GE(runner_->snoozed(), 2u);  // the answering job's own wait, and its channel's
+}
+
+// ADR 0015: the claim an enqueue's wake-up starts takes what the caps let through and lends
+// nothing; the claim right after it lends. A lone tenant's channel that has answered quickly
+// (so it is lent to) then hangs: the wake-up's claim takes its cap of 10, the next claim lends
+// 8 more (20 workers less the reserve of 2), and nothing else claims. One claim used to take
+// all 18, and a 50/s tenant's job waited for it to lock and write the lent ones.
+TEST_F(QueueRunnerTest, AWakeUpsClaimLendsNothingAndTheClaimRightAfterItLends) {
+  std::atomic<bool> hang{false};
+  HttpReceiver receiver([&hang](const testing::ReceivedRequest&) {
+    Reply reply;
+    reply.hang = hang.load();
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hook"));
+  tier_.workers = 20;  // caps of 10 for the channel and the tenant, a reserve of 2
+  tier_.stalled_after_ms = tier_.request_timeout_ms = 600000;  // nothing stalls meanwhile
+  Start();
+  WaitForFirstClaim();
+  for (int i = 0; i < 12; ++i) Enqueue(channel);  // quick answers grow the channel's window
+  runner_->Wake();
+  ASSERT_TRUE(WaitFor("count(*) = 12 FROM bulkhead.jobs WHERE state = 'completed'"));
+  // Until no claim runs: a claim may follow the last end (it takes nothing).
+  uint64_t settled = 0;
+  ASSERT_TRUE(testing::PollUntil(
+      [&] {
+        settled = runner_->claims();
+        std::this_thread::sleep_for(milliseconds(300));
+        return runner_->in_flight() == 0u && runner_->claims() == settled;
+      },
+      seconds(10)));
+
+  hang = true;
+  for (int i = 0; i < 30; ++i) Enqueue(channel);
+  runner_->Wake();
+  ASSERT_TRUE(receiver.WaitForRequests(12 + 18, seconds(10)));
+  EXPECT_EQ(runner_->tenant_in_flight(tenant_), 18);
+  std::this_thread::sleep_for(milliseconds(300));  // a third claim would have run by now
+  EXPECT_EQ(runner_->claims(), settled + 2);
+  EXPECT_EQ(runner_->claimed(), 12u + 18u);
+  EXPECT_EQ(receiver.request_count(), 12u + 18u);
 }
 
 TEST_F(QueueRunnerTest, ARequestInFlightAtAStopIsHandedBackWithItsAttemptNotSpent) {

@@ -42,7 +42,10 @@
 // Wake()), the end of a job whose channel was at its window or cap or whose tenant was at its
 // cap (a slot opened for what the caps held back), or the jittered fallback poll
 // (poll_interval ±20 %, which is also what finds retries coming due). A claim asks for all
-// free slots at once, so at high throughput one round trip refills many.
+// free slots at once, so at high throughput one round trip refills many. A claim an enqueue's
+// wake-up starts lends nothing, and the next claim, at once, does: beside a borrower the news
+// then waits only for the claim in progress, not also for its own claim to lock and write the
+// borrower's lent jobs (ADR 0015).
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
@@ -170,8 +173,10 @@ class QueueRunner {
 
  private:
   void Run();
-  // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked).
-  std::vector<ClaimedJob> ClaimOrBackOff(int limit, int* taken);
+  // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked). Without
+  // `lend`, the claim lends nothing, and `lending_withheld` says whether it could have.
+  std::vector<ClaimedJob> ClaimOrBackOff(int limit, bool lend, int* taken,
+                                         bool* lending_withheld);
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
   using CapsReached = CapLedger::AtCap;
   std::vector<ClaimedJob> ClaimProbes(int limit);
@@ -213,6 +218,7 @@ class QueueRunner {
   std::unordered_map<int64_t, InFlight> in_flight_;  // by job id
   int stalled_ = 0;                                  // entries of in_flight_ marked stalled
   bool wake_ = false;
+  bool news_ = false;   // Wake() since the last claim: an enqueue (or a reconnect)
   uint64_t ended_ = 0;  // jobs ended since start (OnOutcome), for Run's claim-again rule
   bool stop_ = false;
 
