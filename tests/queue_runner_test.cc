@@ -5,7 +5,8 @@
 // - an enqueue and a Wake() make a signed delivery that completes;
 // - a 410 disables the channel (EndpointAnswers, on the runner's connection);
 // - a 503 with Retry-After pushes the job and its channel's waiting jobs later;
-// - a wake-up's claim lends nothing, and the claim right after it lends;
+// - a wake-up's claim lends nothing, and the claim right after it lends; after three such
+//   claims that took nothing, wake-ups lend at once until the poll;
 // - a request still in flight at a stop is handed back without spending its attempt.
 #include "queue_runner.h"
 
@@ -72,6 +73,21 @@ class QueueRunnerTest : public testing::DatabaseTest {
     keeper_.reset();
     writer_.reset();
     DatabaseTest::TearDown();
+  }
+
+  // Waits until no claim has run for 300 ms and nothing is in flight, or `in_flight` is;
+  // returns the claims run by then. A claim may follow the last end or wake-up (it takes
+  // nothing), so the count is read only once it stands still.
+  uint64_t Settled(size_t in_flight = 0) {
+    uint64_t claims = 0;
+    EXPECT_TRUE(testing::PollUntil(
+        [&] {
+          claims = runner_->claims();
+          std::this_thread::sleep_for(milliseconds(300));
+          return runner_->in_flight() == in_flight && runner_->claims() == claims;
+        },
+        seconds(10)));
+    return claims;
   }
 
   // Waits until the runner's first claim (at start, of an empty queue) has run.
@@ -195,25 +211,54 @@ TEST_F(QueueRunnerTest, AWakeUpsClaimLendsNothingAndTheClaimRightAfterItLends) {
   for (int i = 0; i < 12; ++i) Enqueue(channel);  // quick answers grow the channel's window
   runner_->Wake();
   ASSERT_TRUE(WaitFor("count(*) = 12 FROM bulkhead.jobs WHERE state = 'completed'"));
-  // Until no claim runs: a claim may follow the last end (it takes nothing).
-  uint64_t settled = 0;
-  ASSERT_TRUE(testing::PollUntil(
-      [&] {
-        settled = runner_->claims();
-        std::this_thread::sleep_for(milliseconds(300));
-        return runner_->in_flight() == 0u && runner_->claims() == settled;
-      },
-      seconds(10)));
+  const uint64_t settled = Settled();
 
   hang = true;
   for (int i = 0; i < 30; ++i) Enqueue(channel);
   runner_->Wake();
   ASSERT_TRUE(receiver.WaitForRequests(12 + 18, seconds(10)));
   EXPECT_EQ(runner_->tenant_in_flight(tenant_), 18);
-  std::this_thread::sleep_for(milliseconds(300));  // a third claim would have run by now
-  EXPECT_EQ(runner_->claims(), settled + 2);
+  EXPECT_EQ(Settled(18), settled + 2);
   EXPECT_EQ(runner_->claimed(), 12u + 18u);
   EXPECT_EQ(receiver.request_count(), 12u + 18u);
+}
+
+// A lone borrower's own enqueues are held by its cap: a wake-up's claim then takes nothing, and
+// the claim after it lends. After three such claims in a row, wake-ups claim as any claim does
+// (lending at once, one claim) until the next poll.
+TEST_F(QueueRunnerTest, AfterThreeWakeUpClaimsThatTookNothingAWakeUpLendsAtOnce) {
+  std::atomic<bool> hang{false};
+  HttpReceiver receiver([&hang](const testing::ReceivedRequest&) {
+    Reply reply;
+    reply.hang = hang.load();
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hook"));
+  tier_.workers = 40;  // caps of 20 for the channel and the tenant, a reserve of 4
+  tier_.stalled_after_ms = tier_.request_timeout_ms = 600000;
+  Start();
+  WaitForFirstClaim();
+  for (int i = 0; i < 30; ++i) Enqueue(channel);  // quick answers grow the channel's window
+  runner_->Wake();
+  ASSERT_TRUE(WaitFor("count(*) = 30 FROM bulkhead.jobs WHERE state = 'completed'"));
+  uint64_t claims = Settled();
+
+  hang = true;
+  for (int i = 0; i < 20; ++i) Enqueue(channel);
+  runner_->Wake();  // takes the tenant's cap of 20; nothing held back, nothing to lend
+  ASSERT_TRUE(receiver.WaitForRequests(30 + 20, seconds(10)));
+  EXPECT_EQ(Settled(20), claims + 1);
+  claims += 1;
+  for (int n = 1; n <= 4; ++n) {
+    Enqueue(channel);
+    runner_->Wake();
+    ASSERT_TRUE(receiver.WaitForRequests(50 + n, seconds(10))) << n;
+    const uint64_t now = Settled(20 + n);
+    // Wake-ups 1–3: a claim that takes nothing, then one that lends the job. Wake-up 4: one.
+    EXPECT_EQ(now - claims, n <= 3 ? 2u : 1u) << "wake-up " << n;
+    claims = now;
+  }
+  EXPECT_EQ(runner_->tenant_in_flight(tenant_), 24);
 }
 
 TEST_F(QueueRunnerTest, ARequestInFlightAtAStopIsHandedBackWithItsAttemptNotSpent) {

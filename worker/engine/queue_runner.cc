@@ -37,6 +37,10 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 constexpr auto kProbeEvery = std::chrono::seconds(1);
 // How often a runner without its node's lease looks again.
 constexpr auto kLeaseRecheck = std::chrono::milliseconds(100);
+// Wake-up claims in a row that took nothing, after which wake-ups claim as any claim does (and
+// lend) until the next poll: a lone borrower's own enqueues are held by its cap, and each
+// wake-up's claim was one claim more for nothing.
+constexpr int kNewsMisses = 3;
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share, tier.reserve_share);
@@ -219,13 +223,16 @@ void QueueRunner::Run() {
     }
     if (free > 0 && due) {
       wake_ = false;
-      // An enqueue's wake-up: this claim lends nothing, and the claim right after it does.
-      const bool news = std::exchange(news_, false);
+      // An enqueue's wake-up: this claim lends nothing, and the claim right after it does
+      // (ADR 0015) — while such claims find news (kNewsMisses).
+      if (now >= next_poll) news_misses_ = 0;
+      const bool news = std::exchange(news_, false) && news_misses_ < kNewsMisses;
       const uint64_t ended_before = ended_;
       lock.unlock();
       int taken = 0;
       bool lending_withheld = false;
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, !news, &taken, &lending_withheld);
+      if (news) news_misses_ = taken > 0 ? 0 : news_misses_ + 1;
       next_poll = NextPoll();
       std::vector<std::pair<int64_t, int64_t>> claimed;  // channel, tenant
       claimed.reserve(jobs.size());
@@ -294,7 +301,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
         caps_.Forget(std::chrono::steady_clock::now());
         limits = caps_.Limits(limit);
       }
-      *lending_withheld = !lend && limits.lend > 0;
+      const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
       ClaimWindows windows;
@@ -302,6 +309,10 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       std::vector<ClaimedJob> jobs = store_.Get().Claim(options_.tier.name, limit, options_.node,
                                                         limits, &parked, nullptr, &windows);
       look_ahead_.Saw(windows);
+      // Lending takes from the skip scan's heads, which exist only when something was held
+      // back: a claim that took rows without them had nothing to lend. (One that took nothing
+      // reports nothing, and may have been held back entirely.)
+      *lending_withheld = !lend && could_lend && (windows.heads > 0 || !windows.reported);
       claim_ok_ = true;
       ++claims_;
       claimed_ += jobs.size();

@@ -45,7 +45,8 @@
 // free slots at once, so at high throughput one round trip refills many. A claim an enqueue's
 // wake-up starts lends nothing, and the next claim, at once, does: beside a borrower the news
 // then waits only for the claim in progress, not also for its own claim to lock and write the
-// borrower's lent jobs (ADR 0015).
+// borrower's lent jobs (ADR 0015). After three such claims in a row that took nothing (a lone
+// borrower's own enqueues, held by its cap), wake-ups claim as any claim does until the poll.
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
@@ -243,6 +244,8 @@ class QueueRunner {
   // How far past its limit the next claim's windows read, from what the last one saw (runner
   // thread only; see window_look_ahead.h).
   WindowLookAhead look_ahead_;
+  // Wake-up claims in a row that took nothing, since the last poll (runner thread only).
+  int news_misses_ = 0;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;
