@@ -176,8 +176,7 @@ class QueueRunner {
   void Run();
   // Returns the jobs to send; `taken` gets the rows the claim took (sent or parked). Without
   // `lend`, the claim lends nothing, and `lending_withheld` says whether it could have.
-  std::vector<ClaimedJob> ClaimOrBackOff(int limit, bool lend, int* taken,
-                                         bool* lending_withheld);
+  std::vector<ClaimedJob> ClaimOrBackOff(int limit, bool lend, int* taken, bool* lending_withheld);
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
   using CapsReached = CapLedger::AtCap;
   std::vector<ClaimedJob> ClaimProbes(int limit);

@@ -43,8 +43,7 @@ ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
 
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
                                           const std::string& node, const ClaimLimits& limits,
-                                          int* parked, int* held_back,
-                                          ClaimWindows* windows) {
+                                          int* parked, int* held_back, ClaimWindows* windows) {
   std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
   for (const auto& [id, n] : limits.channels_in_flight) {
     channels.push_back(id);
