@@ -90,6 +90,28 @@ class QueueRunnerTest : public testing::DatabaseTest {
     return claims;
   }
 
+  // For the lending tests: a receiver that answers at once until `hang_` is set and then never,
+  // a channel to it, a tier of `workers` where nothing stalls, the runner started, and `quick`
+  // jobs delivered, whose quick answers grew the channel's window (so it is lent to). Returns
+  // the channel, with nothing in flight and the claims settled.
+  int64_t LentToChannel(int workers, int quick) {
+    receiver_ = std::make_unique<HttpReceiver>([this](const testing::ReceivedRequest&) {
+      Reply reply;
+      reply.hang = hang_.load();
+      return reply;
+    });
+    const int64_t channel = testing::CreateChannel(db(), tenant_, receiver_->Url("/hook"));
+    tier_.workers = workers;
+    tier_.stalled_after_ms = tier_.request_timeout_ms = 600000;  // nothing stalls meanwhile
+    Start();
+    WaitForFirstClaim();
+    for (int i = 0; i < quick; ++i) Enqueue(channel);
+    runner_->Wake();
+    EXPECT_TRUE(WaitFor("count(*) = " + std::to_string(quick) +
+                        " FROM bulkhead.jobs WHERE state = 'completed'"));
+    return channel;
+  }
+
   // Waits until the runner's first claim (at start, of an empty queue) has run.
   void WaitForFirstClaim() {
     testing::PollUntil([&] { return runner_->claims() >= 1u; }, seconds(10));
@@ -108,6 +130,8 @@ class QueueRunnerTest : public testing::DatabaseTest {
 
   int64_t tenant_ = 0;
   TierOptions tier_;
+  std::atomic<bool> hang_{false};
+  std::unique_ptr<HttpReceiver> receiver_;  // LentToChannel's; outlives the sender
   std::unique_ptr<CompletionWriter> writer_;
   std::unique_ptr<BreakerKeeper> keeper_;
   std::unique_ptr<StoreConnection<ClaimStore>> store_;
@@ -197,62 +221,38 @@ TEST_F(QueueRunnerTest, A503WithRetryAfterPushesTheJobAndItsChannelsWaitingJobsL
 // 8 more (20 workers less the reserve of 2), and nothing else claims. One claim used to take
 // all 18, and a 50/s tenant's job waited for it to lock and write the lent ones.
 TEST_F(QueueRunnerTest, AWakeUpsClaimLendsNothingAndTheClaimRightAfterItLends) {
-  std::atomic<bool> hang{false};
-  HttpReceiver receiver([&hang](const testing::ReceivedRequest&) {
-    Reply reply;
-    reply.hang = hang.load();
-    return reply;
-  });
-  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hook"));
-  tier_.workers = 20;  // caps of 10 for the channel and the tenant, a reserve of 2
-  tier_.stalled_after_ms = tier_.request_timeout_ms = 600000;  // nothing stalls meanwhile
-  Start();
-  WaitForFirstClaim();
-  for (int i = 0; i < 12; ++i) Enqueue(channel);  // quick answers grow the channel's window
-  runner_->Wake();
-  ASSERT_TRUE(WaitFor("count(*) = 12 FROM bulkhead.jobs WHERE state = 'completed'"));
+  // Caps of 10 for the channel and the tenant, a reserve of 2.
+  const int64_t channel = LentToChannel(20, 12);
   const uint64_t settled = Settled();
 
-  hang = true;
+  hang_ = true;
   for (int i = 0; i < 30; ++i) Enqueue(channel);
   runner_->Wake();
-  ASSERT_TRUE(receiver.WaitForRequests(12 + 18, seconds(10)));
+  ASSERT_TRUE(receiver_->WaitForRequests(12 + 18, seconds(10)));
   EXPECT_EQ(runner_->tenant_in_flight(tenant_), 18);
   EXPECT_EQ(Settled(18), settled + 2);
   EXPECT_EQ(runner_->claimed(), 12u + 18u);
-  EXPECT_EQ(receiver.request_count(), 12u + 18u);
+  EXPECT_EQ(receiver_->request_count(), 12u + 18u);
 }
 
 // A lone borrower's own enqueues are held by its cap: a wake-up's claim then takes nothing, and
 // the claim after it lends. After three such claims in a row, wake-ups claim as any claim does
 // (lending at once, one claim) until the next poll.
 TEST_F(QueueRunnerTest, AfterThreeWakeUpClaimsThatTookNothingAWakeUpLendsAtOnce) {
-  std::atomic<bool> hang{false};
-  HttpReceiver receiver([&hang](const testing::ReceivedRequest&) {
-    Reply reply;
-    reply.hang = hang.load();
-    return reply;
-  });
-  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hook"));
-  tier_.workers = 40;  // caps of 20 for the channel and the tenant, a reserve of 4
-  tier_.stalled_after_ms = tier_.request_timeout_ms = 600000;
-  Start();
-  WaitForFirstClaim();
-  for (int i = 0; i < 30; ++i) Enqueue(channel);  // quick answers grow the channel's window
-  runner_->Wake();
-  ASSERT_TRUE(WaitFor("count(*) = 30 FROM bulkhead.jobs WHERE state = 'completed'"));
+  // Caps of 20 for the channel and the tenant, a reserve of 4.
+  const int64_t channel = LentToChannel(40, 30);
   uint64_t claims = Settled();
 
-  hang = true;
+  hang_ = true;
   for (int i = 0; i < 20; ++i) Enqueue(channel);
   runner_->Wake();  // takes the tenant's cap of 20; nothing held back, nothing to lend
-  ASSERT_TRUE(receiver.WaitForRequests(30 + 20, seconds(10)));
+  ASSERT_TRUE(receiver_->WaitForRequests(30 + 20, seconds(10)));
   EXPECT_EQ(Settled(20), claims + 1);
   claims += 1;
   for (int n = 1; n <= 4; ++n) {
     Enqueue(channel);
     runner_->Wake();
-    ASSERT_TRUE(receiver.WaitForRequests(50 + n, seconds(10))) << n;
+    ASSERT_TRUE(receiver_->WaitForRequests(50 + n, seconds(10))) << n;
     const uint64_t now = Settled(20 + n);
     // Wake-ups 1–3: a claim that takes nothing, then one that lends the job. Wake-up 4: one.
     EXPECT_EQ(now - claims, n <= 3 ? 2u : 1u) << "wake-up " << n;
