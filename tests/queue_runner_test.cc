@@ -6,7 +6,7 @@
 // - a 410 disables the channel (EndpointAnswers, on the runner's connection);
 // - a 503 with Retry-After pushes the job and its channel's waiting jobs later;
 // - a wake-up's claim lends nothing, and the claim right after it lends; after three such
-//   claims that took nothing, wake-ups lend at once until the poll;
+//   claims that took nothing, wake-ups lend at once for a poll interval;
 // - a request still in flight at a stop is handed back without spending its attempt.
 #include "queue_runner.h"
 
@@ -237,7 +237,7 @@ TEST_F(QueueRunnerTest, AWakeUpsClaimLendsNothingAndTheClaimRightAfterItLends) {
 
 // A lone borrower's own enqueues are held by its cap: a wake-up's claim then takes nothing, and
 // the claim after it lends. After three such claims in a row, wake-ups claim as any claim does
-// (lending at once, one claim) until the next poll.
+// (lending at once, one claim) for a poll interval (NewsClaims).
 TEST_F(QueueRunnerTest, AfterThreeWakeUpClaimsThatTookNothingAWakeUpLendsAtOnce) {
   // Caps of 20 for the channel and the tenant, a reserve of 4.
   const int64_t channel = LentToChannel(40, 30);

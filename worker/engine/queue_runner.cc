@@ -37,10 +37,6 @@ RepeatedEvent RetryLog(const std::string& tier, const char* outcome) {
 constexpr auto kProbeEvery = std::chrono::seconds(1);
 // How often a runner without its node's lease looks again.
 constexpr auto kLeaseRecheck = std::chrono::milliseconds(100);
-// Wake-up claims in a row that took nothing, after which wake-ups claim as any claim does (and
-// lend) until the next poll: a lone borrower's own enqueues are held by its cap, and each
-// wake-up's claim was one claim more for nothing.
-constexpr int kNewsMisses = 3;
 
 CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share, tier.reserve_share);
@@ -78,6 +74,7 @@ QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, Ht
                      "network through)"}}),
       cap_summary_(options_.tier.name, metrics_),
       answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
+      news_claims_(options_.poll_interval),
       thread_([this] { Run(); }) {}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
@@ -224,15 +221,14 @@ void QueueRunner::Run() {
     if (free > 0 && due) {
       wake_ = false;
       // An enqueue's wake-up: this claim lends nothing, and the claim right after it does
-      // (ADR 0015) — while such claims find news (kNewsMisses).
-      if (now >= next_poll) news_misses_ = 0;
-      const bool news = std::exchange(news_, false) && news_misses_ < kNewsMisses;
+      // (ADR 0015), while such claims find news (NewsClaims).
+      const bool news = std::exchange(news_, false) && news_claims_.WithoutLending(now);
       const uint64_t ended_before = ended_;
       lock.unlock();
       int taken = 0;
       bool lending_withheld = false;
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, !news, &taken, &lending_withheld);
-      if (news) news_misses_ = taken > 0 ? 0 : news_misses_ + 1;
+      if (news) news_claims_.Took(taken, now);
       next_poll = NextPoll();
       std::vector<std::pair<int64_t, int64_t>> claimed;  // channel, tenant
       claimed.reserve(jobs.size());

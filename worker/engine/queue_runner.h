@@ -46,7 +46,8 @@
 // wake-up starts lends nothing, and the next claim, at once, does: beside a borrower the news
 // then waits only for the claim in progress, not also for its own claim to lock and write the
 // borrower's lent jobs (ADR 0015). After three such claims in a row that took nothing (a lone
-// borrower's own enqueues, held by its cap), wake-ups claim as any claim does until the poll.
+// borrower's own enqueues, held by its cap), wake-ups claim as any claim does for a poll
+// interval (NewsClaims).
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
@@ -97,6 +98,7 @@
 #include "lease.h"
 #include "logger.h"
 #include "metrics.h"
+#include "news_claims.h"
 #include "retry_policy.h"
 #include "store_connection.h"
 #include "window_look_ahead.h"
@@ -243,11 +245,11 @@ class QueueRunner {
   // How far past its limit the next claim's windows read, from what the last one saw (runner
   // thread only; see window_look_ahead.h).
   WindowLookAhead look_ahead_;
-  // Wake-up claims in a row that took nothing, since the last poll (runner thread only).
-  int news_misses_ = 0;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;
+  // Whether a wake-up's claim lends nothing (runner thread only; see news_claims.h).
+  NewsClaims news_claims_;
 
   std::thread thread_;  // started last
 };
