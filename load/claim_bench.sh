@@ -97,11 +97,17 @@ args() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 quartiles() { sort -n | awk '{ v[NR] = $1 } END { printf "%s–%s", v[int(NR / 4) + 1], v[int(3 * NR / 4)] }'; }
 
+# The two look-aheads the runner chooses between (ClaimLimits, worker/store/store_types.h).
+long=$(grep -o 'kLongLookAhead = [0-9]*' worker/store/store_types.h | grep -o '[0-9]*$')
+short=$(grep -o 'kShortLookAhead = [0-9]*' worker/store/store_types.h | grep -o '[0-9]*$')
+if [ -z "$long" ] || [ -z "$short" ]; then
+  echo "claim_bench.sh: the look-aheads are not in store_types.h" >&2
+  exit 1
+fi
+
 for state in "${states[@]}"; do
   setup "$state" >/dev/null
   a=$(args "$state")
-  long=$(grep -o 'kLongLookAhead = [0-9]*' worker/store/store_types.h | grep -o '[0-9]*$')
-  short=$(grep -o 'kShortLookAhead = [0-9]*' worker/store/store_types.h | grep -o '[0-9]*$')
   {
     echo "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"
     echo "SET enable_bitmapscan = off;"
@@ -123,13 +129,14 @@ for state in "${states[@]}"; do
        /^Execution Time/ { if (r >= 2) print la, $3, rows }' ".run/claim_bench_$state.out" \
     >".run/claim_bench_$state.times"
   echo "claim_bench $state (load $load, $rounds rounds):"
+  declare -A median_of=()
   for la in $long $short; do
     times=$(awk -v la="$la" '$1 == la { print $2 }' ".run/claim_bench_$state.times")
     rows=$(awk -v la="$la" '$1 == la { print $3 }' ".run/claim_bench_$state.times" | sort -u | paste -sd/)
     printf '  look-ahead %4s: median %s ms (quartiles %s), rows claimed %s\n' "$la" \
       "$(median <<<"$times")" "$(quartiles <<<"$times")" "$rows"
-    eval "m_$la=$(median <<<"$times")"
+    median_of[$la]=$(median <<<"$times")
   done
-  awk -v a="$(eval echo "\$m_$short")" -v b="$(eval echo "\$m_$long")" \
+  awk -v a="${median_of[$short]}" -v b="${median_of[$long]}" \
     'BEGIN { printf "  short/long %.3f\n", a / b }'
 done
