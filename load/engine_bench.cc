@@ -22,7 +22,10 @@
 //               --background-delay-ms (0): the node is busy with them throughout (it prints
 //               how many still waited when the traffic ended), and with a delay, N requests
 //               can be held in flight at once (the tier's request_timeout_ms is then raised
-//               to the delay + 10 s). Slow start
+//               to the delay + 10 s). --background-tier NAME puts the other tenants on a tier
+//               of their own, NAME, with the same settings as `default` (the node runs both,
+//               each with its own claim loop, connection and slots), as an operator separates
+//               a bulk sender. Slow start
 //               lets a channel whose answers are not quick hold only its first window (10):
 //               holding N requests open takes N / 10 channels.
 //   isolation   the caps alone against two offenders (the breaker kept out of the way:
@@ -91,7 +94,7 @@ constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
     "[--seconds N] [--rounds N] [--old-secrets N] [--background N] [--background-tenants N] "
-    "[--background-channels N] [--background-delay-ms N]\n";
+    "[--background-channels N] [--background-delay-ms N] [--background-tier NAME]\n";
 
 struct Args {
   std::string mode;
@@ -110,6 +113,7 @@ struct Args {
   int background_tenants = 1;               // latency: the busy tenants
   int background_channels = 20;             // latency: the busy tenants' channels, in all
   int background_delay_ms = 0;              // latency: how long the busy endpoints take
+  std::string background_tier;              // latency: the busy tenants' tier ("": default)
 };
 
 int Usage(const std::string& message) {
@@ -514,6 +518,13 @@ int Latency(const Args& args) {
   if (args.background > 0) {
     std::vector<int64_t> busy = MakeChannels(conn, args.background_channels, receiver.Url("/busy"),
                                              args.background_tenants, "busy-");
+    if (!args.background_tier.empty()) {
+      // Before the burst is enqueued: enqueue routes a job to its tenant's tier of the moment.
+      pqxx::work tx(conn);
+      tx.exec_params("UPDATE bulkhead.tenants SET tier = $1 WHERE name LIKE 'busy-%'",
+                     args.background_tier);
+      tx.commit();
+    }
     EnqueueBurst(conn, busy, args.background);
     pqxx::nontransaction tx(conn);
     tx.exec("VACUUM ANALYZE bulkhead.jobs");
@@ -523,9 +534,14 @@ int Latency(const Args& args) {
                                           static_cast<int64_t>(args.background_delay_ms) + 10000);
   }
   const std::string load_before = LoadAverage();
-  NodeProcess node(
-      {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
-      {{"default", tier}});
+  std::map<std::string, nlohmann::json> tiers{{"default", tier}};
+  nlohmann::json node_config = {
+      {"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}};
+  if (!args.background_tier.empty()) {
+    tiers[args.background_tier] = tier;  // the same settings, slots of its own
+    node_config["tiers"] = {"default", args.background_tier};
+  }
+  NodeProcess node(node_config, tiers);
   node.Start(args.database);
   // Idle, let it start and go idle; with a background, let it fill its slots with the burst.
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -910,6 +926,8 @@ int main(int argc, char** argv) {
         args.background_tenants = std::stoi(value);
       } else if (key == "--background-channels") {
         args.background_channels = std::stoi(value);
+      } else if (key == "--background-tier") {
+        args.background_tier = value;
       } else if (key == "--background-delay-ms") {
         args.background_delay_ms = std::stoi(value);
       } else if (key == "--old-secrets") {

@@ -9,6 +9,9 @@
 #                                        # ENGINE_BENCH_BACKGROUND (300,000) deliveries to an
 #                                        # endpoint that answers at once keeps the node (and the
 #                                        # machine's CPU) busy throughout
+#   load/engine_bench.sh latency-busy-separate  # latency-busy with the burst's tenant on a tier
+#                                        # of its own (`bulk`, the same settings): the pick-up
+#                                        # when no claim of the burst's stands in front of it
 #   load/engine_bench.sh latency-slots   # the same beside a burst (100,000) to an endpoint that
 #                                        # answers after 100 ms: the other tenant holds its cap
 #                                        # of the worker slots throughout
@@ -227,6 +230,10 @@ for mode in $modes; do
       "$bench" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
         --background "${ENGINE_BENCH_BACKGROUND:-300000}" ;;
+    latency-busy-separate)
+      "$bench" latency --database "$db" \
+        --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
+        --background "${ENGINE_BENCH_BACKGROUND:-300000}" --background-tier bulk ;;
     latency-slots)
       "$bench" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
@@ -278,8 +285,8 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
       echo
       "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
     *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, latency-busy, latency-slots, inflight, caps-cost, caps-lone," \
-         "caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
+         "(throughput, latency, latency-busy, latency-busy-separate, latency-slots, inflight," \
+         "caps-cost, caps-lone, caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
          "binary-swap-idle, binary-swap-slots," \
          "rotation-cost," \
          "isolation, churn)" >&2; exit 2 ;;
