@@ -579,6 +579,78 @@ TEST(HttpSender, ACallbackMaySendAgain) {
   EXPECT_EQ(receiver.request_count(), 2u);
 }
 
+std::vector<HttpSender::Outgoing> Batch(HttpReceiver& receiver, const std::string& prefix, int n,
+                                        Outcomes& outcomes) {
+  std::vector<HttpSender::Outgoing> batch;
+  for (int i = 0; i < n; ++i) {
+    batch.push_back({Post(receiver.Url(prefix + std::to_string(i))), outcomes.Add()});
+  }
+  return batch;
+}
+
+TEST(HttpSender, ABatchIsSentWholeEachCallbackOnce) {
+  HttpReceiver receiver;
+  Outcomes outcomes;
+  HttpSender sender(Loopback());
+  sender.Send(Batch(receiver, "/batch/", 100, outcomes));
+
+  ASSERT_TRUE(outcomes.WaitFor(100));
+  for (const HttpOutcome& outcome : outcomes.Get()) EXPECT_TRUE(outcome.delivered());
+  std::set<std::string> paths;
+  for (const ReceivedRequest& r : receiver.Requests()) paths.insert(r.path);
+  EXPECT_EQ(paths.size(), 100u);
+  EXPECT_EQ(outcomes.Get().size(), 100u);  // no callback ran twice
+  EXPECT_EQ(sender.in_flight(), 0u);
+  sender.Send(std::vector<HttpSender::Outgoing>{});  // an empty batch is nothing to do
+  EXPECT_EQ(sender.in_flight(), 0u);
+}
+
+// Send wakes the I/O thread only when its queue was empty. Four threads sending at once, one
+// request or a batch of four in turn, must still have every request sent, and counted in and
+// out of in_flight() once.
+TEST(HttpSender, SendsFromManyThreadsAtOnceAllArrive) {
+  HttpReceiver receiver;
+  Outcomes outcomes;
+  HttpSender sender(Loopback());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const std::string prefix = "/t" + std::to_string(t) + "/" + std::to_string(i) + "/";
+        if (i % 2 == 0) {
+          sender.Send(Post(receiver.Url(prefix + "0")), outcomes.Add());
+        } else {
+          sender.Send(Batch(receiver, prefix, 4, outcomes));
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+
+  const size_t total = 4 * (25 * 1 + 25 * 4);
+  ASSERT_TRUE(outcomes.WaitFor(total));
+  for (const HttpOutcome& outcome : outcomes.Get()) EXPECT_TRUE(outcome.delivered());
+  EXPECT_EQ(receiver.request_count(), total);
+  EXPECT_EQ(outcomes.Get().size(), total);
+  EXPECT_EQ(sender.in_flight(), 0u);
+}
+
+// Each Send to a sender with nothing queued must wake its I/O thread. Without the wake-up a
+// request waits for the thread's idle timeout (1 s): these 100 rounds would take 100 s, past
+// the test's whole minute.
+TEST(HttpSender, EverySendToAnIdleSenderWakesIt) {
+  HttpReceiver receiver;
+  Outcomes outcomes;
+  HttpSender sender(Loopback());
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  for (int round = 0; round < 100 && std::chrono::steady_clock::now() < deadline; ++round) {
+    sender.Send(Batch(receiver, "/round/" + std::to_string(round) + "/", 2, outcomes));
+    ASSERT_TRUE(outcomes.WaitFor(2 * (round + 1))) << round;
+  }
+  EXPECT_EQ(outcomes.Get().size(), 200u) << "the rounds ran out of time: a wake-up was lost";
+  for (const HttpOutcome& outcome : outcomes.Get()) EXPECT_TRUE(outcome.delivered());
+}
+
 TEST(HttpSender, InvalidOptionsAreRefused) {
   HttpSender::Options options;
   EXPECT_EQ(options.Validate(), "");

@@ -406,6 +406,9 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
     if (!job.probe) board_.Started(job.channel_id, job.id, sent_at);
   }
   const auto now = std::chrono::system_clock::now();  // every request of a claim: one timestamp
+  // The claim's requests go to the sender at once: one wake-up of its I/O thread, not one each.
+  std::vector<HttpSender::Outgoing> requests;
+  requests.reserve(jobs.size());
   for (auto& job : jobs) {
     const int64_t id = job.id;
     const int attempt = job.attempt;
@@ -418,10 +421,11 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
       OnOutcome(id, attempt, unsigned_outcome);
       continue;
     }
-    sender_.Send(std::move(*request), [this, id, attempt](const HttpOutcome& outcome) {
-      OnOutcome(id, attempt, outcome);
-    });
+    requests.push_back({std::move(*request), [this, id, attempt](const HttpOutcome& outcome) {
+                          OnOutcome(id, attempt, outcome);
+                        }});
   }
+  sender_.Send(std::move(requests));
   return reached;
 }
 

@@ -94,7 +94,7 @@ HttpError MapCurlError(CURLcode code) {
 // One request on the wire. Owns its easy handle and everything the handle points into (the
 // body, the header list, the error buffer), so nothing moves while curl holds the handle.
 struct HttpSender::Transfer {
-  explicit Transfer(Pending p) : request(std::move(p.request)), done(std::move(p.done)) {}
+  explicit Transfer(Outgoing p) : request(std::move(p.request)), done(std::move(p.done)) {}
 
   HttpRequest request;
   Callback done;
@@ -356,12 +356,24 @@ HttpSender::~HttpSender() {
 }
 
 void HttpSender::Send(HttpRequest request, Callback done) {
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Outgoing> one;
+  one.push_back({std::move(request), std::move(done)});
+  Send(std::move(one));
+}
+
+void HttpSender::Send(std::vector<Outgoing> requests) {
+  if (requests.empty()) return;
+  in_flight_.fetch_add(requests.size(), std::memory_order_relaxed);
+  bool was_empty;
   {
     std::lock_guard lock(mu_);
-    queue_.push_back({std::move(request), std::move(done)});
+    was_empty = queue_.empty();
+    for (auto& r : requests) queue_.push_back(std::move(r));
   }
-  Wake();
+  // A queue that was not empty has a wake-up on its way: the Send that made it non-empty
+  // writes the eventfd after its push, and the I/O thread reads the eventfd before it next
+  // takes the queue, so that take finds these requests too.
+  if (was_empty) Wake();
 }
 
 void HttpSender::Wake() {
@@ -374,16 +386,22 @@ int HttpSender::OnSocket(CURL*, curl_socket_t socket, int what, void* sender, vo
   auto* self = static_cast<HttpSender*>(sender);
   if (what == CURL_POLL_REMOVE) {
     // curl removes a socket before it closes it; a closed one has left the set already.
+    self->watched_.erase(socket);
     epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, socket, nullptr);
     return 0;
   }
   epoll_event event{};
   event.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
   event.data.fd = socket;
-  // A socket curl watches already changes what it waits for; a new one (or a number reused
-  // after a close) is added.
-  if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_MOD, socket, &event) != 0 && errno == ENOENT) {
-    epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, socket, &event);
+  // A socket curl watches already changes what it waits for; a new one is added. Should the set
+  // be wrong (a socket closed without a REMOVE, its number reused), the other call is made.
+  const bool watched = !self->watched_.insert(socket).second;
+  if (watched) {
+    if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_MOD, socket, &event) != 0 && errno == ENOENT) {
+      epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, socket, &event);
+    }
+  } else if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, socket, &event) != 0 && errno == EEXIST) {
+    epoll_ctl(self->epoll_fd_, EPOLL_CTL_MOD, socket, &event);
   }
   return 0;
 }
@@ -396,7 +414,7 @@ int HttpSender::OnTimer(CURLM*, long timeout_ms, void* sender) {
 }
 
 void HttpSender::Run() {
-  std::vector<Pending> batch;
+  std::vector<Outgoing> batch;
   epoll_event events[kEventsPerTurn];
   int running = 0;
   while (true) {
@@ -439,7 +457,7 @@ void HttpSender::Run() {
   CancelAll();
 }
 
-void HttpSender::Start(Pending pending) {
+void HttpSender::Start(Outgoing pending) {
   auto transfer = std::make_unique<Transfer>(std::move(pending));
   auto fail = [&](HttpError error, std::string text) {
     HttpOutcome outcome;
@@ -506,7 +524,7 @@ void HttpSender::CancelAll() {
   while (true) {
     auto active = std::move(active_);
     active_.clear();
-    std::vector<Pending> queued;
+    std::vector<Outgoing> queued;
     {
       std::lock_guard lock(mu_);
       queued.swap(queue_);

@@ -10,7 +10,9 @@
 //
 // Threads: Send() and in_flight() may be called from any thread, concurrently. Send never
 // touches the network: it queues the request and wakes the I/O thread (an eventfd in its epoll
-// set).
+// set) if the queue was empty; while it is not, a wake-up is on its way already. A claim's
+// requests go in one Send, one wake-up: one each cost a write(2) per delivery, 0.85 of them per
+// response read in a lone tenant's drain at 9,000 a second (perf).
 // Every callback runs exactly once, on the I/O thread; it must not block or throw, since it
 // holds up every other request's progress — hand the outcome to another thread's queue. A
 // callback may call Send. The destructor stops the I/O thread; before it returns, every queued
@@ -61,6 +63,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -151,18 +154,22 @@ class HttpSender {
   HttpSender(const HttpSender&) = delete;
   HttpSender& operator=(const HttpSender&) = delete;
 
+  // A POST and what to do with its outcome.
+  struct Outgoing {
+    HttpRequest request;
+    Callback done;
+  };
+
   // Queues a POST; `done` runs once with its outcome, on the I/O thread. Never blocks on I/O.
   void Send(HttpRequest request, Callback done);
+  // Queues every POST of `requests`, in order, as Send would each, with one wake-up.
+  void Send(std::vector<Outgoing> requests);
 
   // Requests sent and not yet completed: queued or on the wire. A callback runs after its
   // request has left this count.
   size_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
-  struct Pending {
-    HttpRequest request;
-    Callback done;
-  };
   struct Transfer;  // one request on the wire; defined in http_sender.cc
   struct MultiCleanup {
     void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
@@ -174,9 +181,9 @@ class HttpSender {
   // curl_multi_add_handle): watch `socket` for `what`, and the next timeout.
   static int OnSocket(CURL* easy, curl_socket_t socket, int what, void* sender, void* per_socket);
   static int OnTimer(CURLM* multi, long timeout_ms, void* sender);
-  void Start(Pending pending);  // queued -> on the wire, or completed at once
-  void FinishDone();            // completes every transfer curl reports done
-  void CancelAll();             // completes everything with kCancelled
+  void Start(Outgoing pending);  // queued -> on the wire, or completed at once
+  void FinishDone();             // completes every transfer curl reports done
+  void CancelAll();              // completes everything with kCancelled
   void Complete(Callback& done, const HttpOutcome& outcome);
   void ResizeConnectionCache();
   void Recycle(Transfer& transfer);  // keeps its easy handle in spare_easy_ (or frees it)
@@ -192,7 +199,7 @@ class HttpSender {
 
   // Guarded by mu_
   std::mutex mu_;
-  std::vector<Pending> queue_;  // sent, not yet handed to curl
+  std::vector<Outgoing> queue_;  // sent, not yet handed to curl
   bool stopping_ = false;
 
   // Atomic: incremented by Send, decremented by the I/O thread just before a callback
@@ -200,6 +207,10 @@ class HttpSender {
 
   // Only touched by the I/O thread (and by the destructor once it has joined the thread)
   std::unordered_map<Transfer*, std::unique_ptr<Transfer>> active_;  // on the multi handle
+  // The sockets in epoll_fd_ for libcurl: a socket curl asks for is added if it is not here, its
+  // events changed if it is. Trying the change first and adding on ENOENT cost a failed
+  // epoll_ctl(2) each time a kept-alive connection took its next request, about one a delivery.
+  std::unordered_set<curl_socket_t> watched_;
   // Easy handles of finished transfers, kept for the next ones (curl_easy_reset): making a
   // handle and its buffers for every request cost more CPU than the request itself.
   std::vector<CURL*> spare_easy_;
