@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "claim_store.h"
+#include "skip_scan_cursor.h"
 #include "delivery_test.h"
 #include "http_get.h"
 #include "http_receiver.h"
@@ -293,10 +294,68 @@ TEST_F(CapsTest, AShortLookAheadLeavesACappedFrontToTheSkipScanAndReportsWhatEac
   EXPECT_EQ(windows.heads, 2);  // capped's and behind's
   EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(capped)), 50);
 
-  // Nothing left to take: no row, so nothing reported.
+  // Nothing left to take: no job, so nothing reported.
   jobs = store.Claim("default", 3, "node-a", limits, nullptr, nullptr, &windows);
   EXPECT_TRUE(jobs.empty());
   EXPECT_FALSE(windows.reported);
+}
+
+// The skip scan is bounded (issue 34): beside a capped front, 300 channels of one job each are
+// visited at most HeadsFor(limit) heads a claim, each claim after the head the last one stopped
+// at (SkipScanCursor), wrapping around, so every channel is reached within a few claims — and a
+// claim that took nothing still reports where it stopped.
+TEST_F(CapsTest, TheSkipScanVisitsAtMostItsBoundAndTheNextClaimGoesOnFromWhereItStopped) {
+  int64_t a = Tenant("a");
+  int64_t capped = Channel(a);
+  Enqueue(capped, 100);
+  std::vector<int64_t> trickle;
+  for (int i = 0; i < 300; ++i) {
+    std::string tenant = "t";  // (not "t" + …: GCC 12 warns wrongly of an overlap there)
+    tenant += std::to_string(i);
+    trickle.push_back(Channel(Tenant(tenant)));
+    Enqueue(trickle.back(), 1);
+  }
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{capped, 10}};
+  limits.tenants_in_flight = {{a, 10}};
+  limits.look_ahead = ClaimLimits::kShortLookAhead;  // the windows see only the capped front
+  ASSERT_EQ(ClaimLimits::HeadsFor(20), 64);
+  SkipScanCursor cursor;
+  std::map<int64_t, int> taken;
+  int claims = 0, wrapped = 0;
+  int64_t last = 0;
+  while (taken.size() < trickle.size() && claims < 30) {
+    cursor.Apply(limits);
+    ClaimWindows windows;
+    auto jobs = store.Claim("default", 20, "node-a", limits, nullptr, nullptr, &windows);
+    ++claims;
+    ASSERT_TRUE(windows.stopped);
+    EXPECT_LE(windows.heads, 64);
+    EXPECT_EQ(jobs.size(), 20u) << "claim " << claims;
+    for (const auto& job : jobs) {
+      EXPECT_NE(job.channel_id, capped);
+      ++taken[job.channel_id];
+    }
+    if (windows.last_channel < last) ++wrapped;
+    last = windows.last_channel;
+    cursor.Saw(windows);
+  }
+  EXPECT_EQ(taken.size(), trickle.size()) << "every channel within 15 claims of 20";
+  EXPECT_EQ(claims, 15);
+  EXPECT_GE(wrapped, 1) << "the cursor came round to the lowest channels again";
+  EXPECT_EQ(Count("state = 'available' AND channel_id = " + std::to_string(capped)), 100);
+
+  // Nothing left but the capped front: no job, yet the skip scan reports where it stopped.
+  cursor.Apply(limits);
+  ClaimWindows windows;
+  EXPECT_TRUE(store.Claim("default", 20, "node-a", limits, nullptr, nullptr, &windows).empty());
+  EXPECT_FALSE(windows.reported);
+  EXPECT_TRUE(windows.stopped);
+  EXPECT_EQ(windows.last_channel, capped);
+  EXPECT_EQ(windows.heads, 1);
 }
 
 // ---- Lending (ADR 0013) ----------------------------------------------------------------------

@@ -300,11 +300,13 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
+      heads_.Apply(limits);
       ClaimWindows windows;
       const auto started = std::chrono::steady_clock::now();
       std::vector<ClaimedJob> jobs = store_.Get().Claim(options_.tier.name, limit, options_.node,
                                                         limits, &parked, nullptr, &windows);
       look_ahead_.Saw(windows);
+      heads_.Saw(windows);
       // Lending takes from the skip scan's heads, which exist only when something was held
       // back: a claim that took rows without them had nothing to lend. (One that took nothing
       // reports nothing, and may have been held back entirely.)

@@ -100,6 +100,7 @@
 #include "metrics.h"
 #include "news_claims.h"
 #include "retry_policy.h"
+#include "skip_scan_cursor.h"
 #include "store_connection.h"
 #include "window_look_ahead.h"
 
@@ -245,6 +246,7 @@ class QueueRunner {
   // How far past its limit the next claim's windows read, from what the last one saw (runner
   // thread only; see window_look_ahead.h).
   WindowLookAhead look_ahead_;
+  SkipScanCursor heads_;  // where the next claim's skip scan starts (issue 34)
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;

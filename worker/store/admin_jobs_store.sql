@@ -9,12 +9,15 @@
 -- Per tier, its waiting jobs by state and its lag (the age of the oldest due
 -- available job: the first entry of each priority's range in jobs_claim). Every count reads
 -- only a partial index of unfinished rows (jobs_claim, jobs_executing, jobs_parked), so its
--- cost follows the backlog and never the finished history.
+-- cost follows the backlog and never the finished history. The available counts and the lag say
+-- `priority BETWEEN 1 AND 3`, which names jobs_claim (migration 0006).
 SELECT q.name AS queue,
        (SELECT count(*) FROM bulkhead.jobs j
-         WHERE j.queue = q.name AND j.state = 'available' AND j.scheduled_at <= now()) AS available,
+         WHERE j.queue = q.name AND j.state = 'available' AND j.priority BETWEEN 1 AND 3
+           AND j.scheduled_at <= now()) AS available,
        (SELECT count(*) FROM bulkhead.jobs j
-         WHERE j.queue = q.name AND j.state = 'available' AND j.scheduled_at > now()) AS scheduled,
+         WHERE j.queue = q.name AND j.state = 'available' AND j.priority BETWEEN 1 AND 3
+           AND j.scheduled_at > now()) AS scheduled,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'executing')
          AS executing,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'parked') AS parked,
@@ -24,7 +27,7 @@ SELECT q.name AS queue,
           CROSS JOIN LATERAL (
                 SELECT j.scheduled_at FROM bulkhead.jobs j
                  WHERE j.queue = q.name AND j.state = 'available' AND j.priority = p.priority
-                   AND j.scheduled_at <= now()
+                   AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
                  ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0) AS lag_s
   FROM bulkhead.tiers q
  ORDER BY q.name

@@ -92,11 +92,14 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
       "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
       PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(channel_windows),
       first_window, std::max(limits.lend, 0), PgArray(lend_windows),
-      std::max(limits.look_ahead, 0));
+      std::max(limits.look_ahead, 0), limits.heads_after_channel,
+      static_cast<int16_t>(limits.heads_after_priority),
+      limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit));
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;
   for (const auto& row : rows) {
+    if (row["id"].is_null()) continue;  // the one row of a claim that took nothing
     if (row["parked"].as<bool>()) {
       ++parked_here;
       continue;
@@ -104,12 +107,21 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     jobs.push_back(ClaimedFromRow(row));
     jobs.back().wait_s = row["wait_s"].as<double>();
   }
+  const bool took = !rows.empty() && !rows[0]["id"].is_null();
   if (parked) *parked = parked_here;
-  if (held_back) *held_back = rows.empty() ? 0 : rows[0]["held_back"].as<int>();
+  if (held_back) *held_back = took ? rows[0]["held_back"].as<int>() : 0;
   if (windows) {
-    *windows = rows.empty() ? ClaimWindows{}
-                            : ClaimWindows{true, rows[0]["windows_kept"].as<int>(),
-                                           rows[0]["heads"].as<int>()};
+    *windows = ClaimWindows{};
+    windows->reported = took;
+    if (!rows.empty()) {
+      windows->kept = rows[0]["windows_kept"].as<int>();
+      windows->heads = rows[0]["heads"].as<int>();
+    }
+    if (!rows.empty() && !rows[0]["last_channel"].is_null()) {
+      windows->stopped = true;
+      windows->last_channel = rows[0]["last_channel"].as<int64_t>();
+      windows->last_priority = rows[0]["last_priority"].as<int>();
+    }
   }
   return jobs;
 }

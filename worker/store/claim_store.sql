@@ -23,10 +23,21 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- (the look-ahead $14: 1,000, or 10 after a claim whose windows kept nothing; see Claim).
 -- Those of a channel at its window or cap, or of a tenant past half its cap with less room than
 -- the limit $2, are left out after the window (the skip scan takes such a tenant, up to its
--- room); the rest are locked one by one through the primary key (FOR UPDATE SKIP LOCKED, in a
--- LATERAL) until there are $2.
+-- room); the rest are locked one by one (FOR UPDATE SKIP LOCKED, in a LATERAL) until there are
+-- $2.
+--
+-- The lock step reaches each row by its ctid, the version the window's scan just read: a TID
+-- scan, one heap page a row, which no statistics can turn into anything else. By `id` it was
+-- planned through the primary key or through jobs_claim, whichever the statistics made look
+-- cheaper, and with statistics taken when the table held no available row (a big table of
+-- finished jobs, re-analyzed only after a tenth of it changes) jobs_claim won: the whole
+-- queue's available range read once per row, 360 buffers and 1.3 ms a row beside 1,000,000
+-- finished jobs (issue 34). A row updated since the scan read it (another node claimed it, a
+-- snooze moved it) has a newer version elsewhere: locking follows the update chain to it and
+-- checks `state = 'available'` on it again, as the lock by id did, so a row another node took
+-- is skipped.
 SELECT d.*
-    FROM (SELECT k.id, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+    FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
              AND k.scheduled_at <= now()
              AND {{gate}}
@@ -35,7 +46,7 @@ SELECT d.*
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
            FROM bulkhead.jobs j
-          WHERE j.id = w.id AND j.state = 'available'
+          WHERE j.ctid = w.ctid AND j.state = 'available'
             FOR UPDATE SKIP LOCKED) AS d
    WHERE {{uncapped(w, least($2, ($9 + 1) / 2))}}
    LIMIT $2
@@ -138,7 +149,7 @@ SELECT next.*
 --   not yet due (`scheduled_at <= now()` bounds the index range), so retries waiting for hours
 --   never lengthen a claim. Priority 2 and 3 are read only when the ones before did not fill
 --   the limit. Each reads jobs_claim in order through a window of at most limit + $14 rows,
---   leaves out what is capped, and locks the rest one by one through the primary key until it
+--   leaves out what is capped, and locks the rest one by one by the row the scan read until it
 --   has `limit` (a LATERAL: the planner cannot turn it into a hash join or a seq scan, which it
 --   would otherwise pick from its low estimate of the cap filters). Rows are read only as far
 --   as needed, so an uncapped claim reads `limit` rows. In order of time, every channel's
@@ -176,7 +187,7 @@ SELECT next.*
 --   one short of its cap: its rows filled the windows, one of them was claimable, and the
 --   jobs behind waited for a claim that began with it at its cap (p50 40 ms beside a
 --   300,000-job burst). It costs a descent per (channel, priority) with available jobs in any
---   queue, due or not.
+--   queue, due or not, up to $17 (below).
 -- - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
 --   in the way however many there are. Priority 2 is no longer written (it was the demoted
 --   backlog); rows left at it by an older version are claimed after the fresh ones, as before.
@@ -195,13 +206,21 @@ SELECT next.*
 --   due jobs of channels with a lend window ($13: those that answered quickly and are not
 --   failing), each up to that window (the fragment lend). So the caps bind while anyone else
 --   has due work, and slots nobody wants are lent, never the reserve. $12 = 0: strict caps.
--- - Rows come back in claim order; parked ones too, so the runner knows how many it took. Each
---   carries `held_back`, the rows it locked and left (a claim that took nothing returns no
---   row): what the claim spent beyond what it took, which the caps tests hold down. The runner
---   does not read it; when to claim again is QueueRunner::Run's to decide. Each also carries
---   `windows_kept`, the rows the windows found within the caps, and `heads`, the (channel,
---   priority) pairs the skip scan visited (0 when it did not run): the runner's look-ahead
---   for its next claim is chosen from them.
+-- - Rows come back in claim order; parked ones too, so the runner knows how many it took; a
+--   claim that took nothing returns one row whose job columns are NULL. Each carries
+--   `held_back`, the rows it locked and left: what the claim spent beyond what it took, which
+--   the caps tests hold down. The runner does not read it; when to claim again is
+--   QueueRunner::Run's to decide. Each also carries `windows_kept`, the rows the windows found
+--   within the caps, and `heads`, the (channel, priority) pairs the skip scan visited (0 when
+--   it did not run): the runner's look-ahead for its next claim is chosen from them; and
+--   `last_channel`, `last_priority`, the head it stopped at (NULL when it did not run): the
+--   next claim's cursor.
+-- - The skip scan visits at most $17 heads (SkipScanCursor: twice the limit, at least 64),
+--   starting after the cursor $15, $16 and wrapping around once, so a claim's cost follows its
+--   size, not the number of channels with work: beside a capped burst, 60,000 tenants with one
+--   delivery each cost every claim 60,000 descents (issue 34). Heads past the bound are visited
+--   by the next claims in turn. When there are fewer heads than the bound, every claim visits
+--   them all, and the spread's choice does not depend on where the scan started.
 WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win, u.lend
     FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
@@ -218,19 +237,34 @@ WITH RECURSIVE flying AS (
 ), windows_kept AS (
   {{within_caps(windows)}}
 ), heads AS (
-  -- The skip scan, from the lowest (channel, priority) on, only when what the windows found
-  -- within the caps falls short and something was held back: a channel or tenant this node
-  -- runs at its window or cap, or rows of the windows the caps did not let through.
-  (SELECT first.*
-     FROM ({{next_head(ROW(0::bigint, 0::smallint))}}) AS first
+  -- The skip scan, only when what the windows found within the caps falls short and something
+  -- was held back: a channel or tenant this node runs at its window or cap, or rows of the
+  -- windows the caps did not let through. It starts after the runner's cursor ($15, $16: the
+  -- last head the previous claim visited), wraps around to the lowest (channel, priority)
+  -- once, and stops after $17 heads or back where it started.
+  (SELECT first.channel_id, first.priority, first.tenant_id, first.queue, first.scheduled_at,
+          first.wrapped, 1 AS step
+     FROM (SELECT a.*, false AS wrapped
+             FROM ({{next_head(ROW($15::bigint, $16::smallint))}}) AS a
+           UNION ALL
+           SELECT b.*, true FROM ({{next_head(ROW(0::bigint, 0::smallint))}}) AS b
+           LIMIT 1) AS first
     WHERE (SELECT count(*) FROM windows_kept) < $2
       AND ((SELECT count(*) FROM windows_kept) < (SELECT count(*) FROM windows)
            OR EXISTS (SELECT FROM flying WHERE n >= least(coalesce(win, $11), $8))
            OR EXISTS (SELECT FROM tenant_flying WHERE $9 - n < least($2, ($9 + 1) / 2))))
   UNION ALL
-  SELECT n.*
+  SELECT n.channel_id, n.priority, n.tenant_id, n.queue, n.scheduled_at, n.wrapped, g.step + 1
     FROM heads g
-   CROSS JOIN LATERAL ({{next_head(ROW(g.channel_id, g.priority))}}) AS n
+   CROSS JOIN LATERAL (
+         SELECT a.*, g.wrapped AS wrapped
+           FROM ({{next_head(ROW(g.channel_id, g.priority))}}) AS a
+         UNION ALL
+         SELECT b.*, true FROM ({{next_head(ROW(0::bigint, 0::smallint))}}) AS b
+          WHERE NOT g.wrapped
+         LIMIT 1) AS n
+   WHERE g.step < $17
+     AND NOT (n.wrapped AND (n.channel_id, n.priority) > ROW($15::bigint, $16::smallint))
 ), spread AS (
   SELECT next.*
     FROM (SELECT d.channel_id, d.priority,
@@ -285,21 +319,28 @@ WITH RECURSIVE flying AS (
    WHERE j.id = claiming.id AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
             ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until
-)
-SELECT id, channel_id, tenant_id, attempt, max_attempts, payload, url, secret,
-       state = 'parked' AS parked,
-       -- The queue wait (bulkhead_queue_wait_seconds): from enqueue, or the retry's
-       -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
-       greatest(extract(epoch FROM now() - scheduled_at), 0)::float8 AS wait_s,
-       CASE WHEN state = 'executing' THEN {{old_secrets}} END AS old_secrets,
+), seen AS (
+  SELECT
        -- Rows it locked that the caps (or the limit) left: there is more to claim than this
        -- claim took, and the runner claims again.
        (SELECT count(*) FROM candidates) - (SELECT count(*) FROM picked) AS held_back,
        -- What the windows and the skip scan saw: the runner's next look-ahead ($14).
        (SELECT count(*) FROM windows_kept) AS windows_kept,
-       (SELECT count(*) FROM heads) AS heads
-  FROM claimed
- ORDER BY priority, scheduled_at, id
+       (SELECT count(*) FROM heads) AS heads,
+       -- Where the skip scan stopped (NULL when it did not run): the next claim's cursor.
+       (SELECT h.channel_id FROM heads h ORDER BY h.step DESC LIMIT 1) AS last_channel,
+       (SELECT h.priority FROM heads h ORDER BY h.step DESC LIMIT 1) AS last_priority
+)
+SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claimed.max_attempts,
+       claimed.payload, claimed.url, claimed.secret,
+       claimed.state = 'parked' AS parked,
+       -- The queue wait (bulkhead_queue_wait_seconds): from enqueue, or the retry's
+       -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
+       greatest(extract(epoch FROM now() - claimed.scheduled_at), 0)::float8 AS wait_s,
+       CASE WHEN claimed.state = 'executing' THEN {{old_secrets}} END AS old_secrets,
+       seen.*
+  FROM seen LEFT JOIN claimed ON true
+ ORDER BY claimed.priority, claimed.scheduled_at, claimed.id
 
 -- name: ClaimProbes
 -- open → half_open for up to $2 cooled-down channels of queue $1; node $3 claims each probe.

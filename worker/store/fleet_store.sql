@@ -170,10 +170,12 @@ SELECT (SELECT count(*) FROM rescued) AS jobs,
 -- Removes the rows of nodes whose lease ended over $1 ms ago and that own no job.
 -- Removes the rows of nodes whose lease ended more than $1 ms ago and that own
 -- no executing job (rescue ran first), so the registry shows the fleet, not its history.
+-- A scalar sub-select, not NOT EXISTS: PostgreSQL may turn NOT EXISTS into an anti-join that
+-- reads every job in flight of the fleet; this stays one jobs_executing probe per expired node.
 DELETE FROM bulkhead.nodes n
  WHERE n.lease_until < now() - $1 * interval '1 millisecond'
-   AND NOT EXISTS (SELECT 1 FROM bulkhead.jobs j
-                    WHERE j.state = 'executing' AND j.attempted_by = n.name)
+   AND (SELECT true FROM bulkhead.jobs j
+         WHERE j.state = 'executing' AND j.attempted_by = n.name LIMIT 1) IS NULL
 
 -- name: PruneFinished
 -- Deletes up to $2 jobs finished over $1 ms ago, oldest first.
@@ -215,12 +217,16 @@ SELECT (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM cleared) A
 -- that opened it — about a thousand jobs when a 10-client backlog is being created as the
 -- breaker opens. The claim would park them too, but only once a slot is free, and a hanging
 -- endpoint holds its slots for the whole request timeout; this runs every second. It reads
--- only the broken channels (channels_breaker_due) and their available jobs.
+-- only the broken channels (channels_breaker_due) and their available jobs: the channels come
+-- as an array, as in park_backlog (sql_fragments.sql), so that each is one descent of
+-- jobs_channel_available whatever the statistics say; as a join it read every channel's
+-- available jobs every second (27 buffers a job beside a burst, issue 34).
 WITH parked AS (
   UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3
-    FROM bulkhead.channels ch
-   WHERE ch.breaker_state <> 'closed' AND j.channel_id = ch.id AND j.state = 'available'
+   WHERE j.channel_id = ANY (ARRAY(SELECT ch.id FROM bulkhead.channels ch
+                                    WHERE ch.breaker_state <> 'closed'))
+     AND j.state = 'available'
   RETURNING j.channel_id
 )
 SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
@@ -256,12 +262,14 @@ SELECT (SELECT count(*) FROM unparked) AS jobs,
 -- name: SampleJobs
 -- Jobs per tier × available, scheduled, parked, executing.
 -- Jobs per queue in the waiting and running states. `available` is what can be
--- claimed now; `scheduled` is available but not yet due (retries waiting); read on jobs_claim,
--- jobs_parked and jobs_executing respectively.
+-- claimed now; `scheduled` is available but not yet due (retries waiting); read on jobs_claim
+-- (named by its predicate's `priority BETWEEN 1 AND 3`, migration 0006), jobs_parked and
+-- jobs_executing respectively.
 WITH counts AS (
   SELECT j.queue, CASE WHEN j.scheduled_at <= now() THEN 'available' ELSE 'scheduled' END AS s,
          count(*) AS n
-    FROM bulkhead.jobs j WHERE j.state = 'available' GROUP BY 1, 2
+    FROM bulkhead.jobs j WHERE j.state = 'available' AND j.priority BETWEEN 1 AND 3
+   GROUP BY 1, 2
   UNION ALL
   SELECT j.queue, 'parked', count(*) FROM bulkhead.jobs j WHERE j.state = 'parked' GROUP BY 1
   UNION ALL
@@ -294,7 +302,8 @@ SELECT t.name AS tier, s.state, coalesce(c.n, 0) AS n
 -- Per tier, the age of its oldest claimable job.
 -- Per tier, the age of its oldest claimable job (available and due), 0 when none:
 -- one jobs_claim probe per priority (the index's order is priority first, so the oldest of
--- each priority is its first due row).
+-- each priority is its first due row). `priority = p.priority` is a column of another row, which
+-- does not imply jobs_claim's predicate; `BETWEEN 1 AND 3` does (migration 0006).
 SELECT t.name AS tier,
        coalesce(greatest(extract(epoch FROM now() - min(o.scheduled_at)), 0), 0)::float8 AS lag_s
   FROM bulkhead.tiers t
@@ -302,7 +311,7 @@ SELECT t.name AS tier,
   LEFT JOIN LATERAL (
         SELECT j.scheduled_at FROM bulkhead.jobs j
          WHERE j.queue = t.name AND j.state = 'available' AND j.priority = p.priority
-           AND j.scheduled_at <= now()
+           AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
          ORDER BY j.scheduled_at LIMIT 1) AS o ON true
  GROUP BY t.name
  ORDER BY 1

@@ -27,10 +27,16 @@ to_char({{column}} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 -- indexed), and reads no payload (its rule is checked on write, migration 0005): 100,000 jobs in
 -- about 0.4 s on the 2-core development machine, 90-byte or 4 KB payloads (load/park_bench.sh,
 -- docs/adr/0010-checks-on-write.md).
+--
+-- The channels come as an array (an InitPlan), not a join: `channel_id = ANY(…)` can only be an
+-- index condition on jobs_channel_available, one descent a channel, whatever the statistics
+-- say. As a join, with statistics taken while nothing was available, the planner scanned all
+-- of jobs_channel_available (every channel's backlog) once to find one channel's: 7,500
+-- buffers to park one job beside a 60,000-job burst (tests/plan_cost_test.cc, issue 34).
 UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3
-    FROM {{changed}}
-   WHERE j.channel_id = {{changed}}.id AND j.state = 'available'
+   WHERE j.channel_id = ANY (ARRAY(SELECT {{changed}}.id FROM {{changed}}))
+     AND j.state = 'available'
   RETURNING 1
 
 -- fragment: unpark_backlog(changed, condition)
@@ -39,11 +45,13 @@ UPDATE bulkhead.jobs AS j
 -- broken, keeps its backlog parked). They keep priority 3 and their scheduled_at: every
 -- channel's fresh deliveries still come first, and a retry that was waiting keeps waiting.
 -- Entries in the primary key, jobs_claim and jobs_channel_available per job: 100,000 in about
--- 0.5 s here (load/park_bench.sh).
+-- 0.5 s here (load/park_bench.sh). The channels come as an array, for park_backlog's reason:
+-- as a join, the reconciler's unpark read every parked job of the fleet (jobs_parked) to find
+-- one channel's.
 UPDATE bulkhead.jobs AS j
      SET state = 'available'
-    FROM {{changed}}
-   WHERE j.channel_id = {{changed}}.id AND j.state = 'parked' AND {{condition}}
+   WHERE j.channel_id = ANY (ARRAY(SELECT {{changed}}.id FROM {{changed}} WHERE {{condition}}))
+     AND j.state = 'parked'
   RETURNING j.channel_id, j.queue
 
 -- fragment: wake_queues(moved)

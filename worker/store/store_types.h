@@ -69,15 +69,30 @@ struct ClaimLimits {
   int look_ahead = kLongLookAhead;
   static constexpr int kLongLookAhead = 1000;
   static constexpr int kShortLookAhead = 10;
+  // The skip scan (Claim's $15–$17, issue 34): it starts after the head (channel, priority)
+  // `heads_after` (SkipScanCursor; 0, 0: from the lowest) and visits at most `max_heads`
+  // (0: HeadsFor(limit)), so that a claim's cost follows its size, not the number of channels
+  // with work.
+  int64_t heads_after_channel = 0;
+  int heads_after_priority = 0;
+  int max_heads = 0;
+  // The skip scan's bound for a claim of `limit`: twice the limit, at least 64.
+  static int HeadsFor(int limit) { return limit * 2 > 64 ? limit * 2 : 64; }
 };
 
 // What one claim's windows and skip scan saw (Claim's windows_kept and heads), from which the
-// runner chooses the next claim's look-ahead. A claim that took nothing returns no row, and
-// so reports nothing (`reported` false).
+// runner chooses the next claim's look-ahead. A claim that took nothing does not report
+// (`reported` false: the look-ahead ignores it), though its counts and where its skip scan
+// stopped are filled in.
 struct ClaimWindows {
   bool reported = false;
   int kept = 0;   // rows the windows found within the caps
   int heads = 0;  // (channel, priority) pairs the skip scan visited; 0 when it did not run
+  // The head the skip scan stopped at, reported whenever it ran, even by a claim that took
+  // nothing (`stopped`): where the next claim's skip scan starts (SkipScanCursor).
+  bool stopped = false;
+  int64_t last_channel = 0;
+  int last_priority = 0;
 };
 
 // A claimed job to give back unattempted (shutdown).
