@@ -225,5 +225,64 @@ TEST(CapLedgerLending, LendsTheFreeSlotsLessTheReserveToChannelsThatAnsweredQuic
   EXPECT_TRUE(ledger.Holds(2, 100)) << "past its cap of 100: its ends wake the runner";
 }
 
+// Memory and the claim's arrays (issue 34): of the channels with nothing in flight, the ledger
+// keeps at most the workers' worth (at least kIdleFloor), the most recently idle, so a node that
+// has served 60,000 channels sends a claim no more than the channels in flight and those.
+TEST(CapLedger, KeepsAtMostTheWorkersWorthOfIdleChannelsTheNewestFirst) {
+  CapLedger ledger(CapLedger::For(200, 0.5, 0.5));
+  const auto now = CapLedger::Clock::time_point{} + 1h;
+  for (int64_t channel = 1; channel <= 60'000; ++channel) {
+    ledger.Add(channel, channel);  // a tenant per channel, one delivery each
+    if (channel % 2 == 0) {
+      ledger.Succeeded(channel);  // a quick answer: its window grew to 11
+    } else {
+      ledger.Failed(channel, now);  // a failure: capped at 1
+    }
+    ledger.Remove(channel, channel);
+  }
+  EXPECT_EQ(ledger.tracked(), 200u) << "200 idle channels, no tenant";
+  ClaimLimits limits = ledger.Limits(200);
+  ASSERT_EQ(limits.channels_in_flight.size(), 200u);
+  EXPECT_EQ(limits.channel_windows.size(), 200u);
+  EXPECT_EQ(limits.lend_windows.size(), 200u);
+  EXPECT_TRUE(limits.tenants_in_flight.empty());
+  EXPECT_TRUE(ledger.failing(59'999)) << "the newest are remembered";
+  EXPECT_FALSE(ledger.failing(59'599)) << "the oldest are forgotten";
+
+  // A channel in flight is never forgotten for the idle ones, and it counts apart from them.
+  ledger.Add(5, 5);
+  ledger.Failed(5, now);
+  for (int64_t channel = 100'001; channel <= 100'400; ++channel) {
+    ledger.Add(channel, channel);
+    ledger.Succeeded(channel);
+    ledger.Remove(channel, channel);
+  }
+  EXPECT_TRUE(ledger.failing(5));
+  EXPECT_EQ(ledger.in_flight(5), 1);
+  EXPECT_EQ(ledger.Limits(200).channels_in_flight.size(), 201u);
+  EXPECT_FALSE(ledger.failing(59'999)) << "pushed out by 400 newer idle channels";
+
+  // Busy again, then idle: it goes to the front, not back to its old place.
+  ledger.Remove(5, 5);
+  for (int64_t channel = 200'001; channel <= 200'199; ++channel) {
+    ledger.Add(channel, channel);
+    ledger.Succeeded(channel);
+    ledger.Remove(channel, channel);
+  }
+  EXPECT_TRUE(ledger.failing(5)) << "199 newer idle channels leave room for it";
+  ledger.Forget(now + 60s);
+  EXPECT_FALSE(ledger.failing(5));
+}
+
+TEST(CapLedger, AFewWorkersStillRememberTheIdleFloor) {
+  CapLedger ledger(CapLedger::For(5, 0.5, 0.5));
+  for (int64_t channel = 1; channel <= 1000; ++channel) {
+    ledger.Add(channel, 1);
+    ledger.Succeeded(channel);
+    ledger.Remove(channel, 1);
+  }
+  EXPECT_EQ(ledger.tracked(), CapLedger::kIdleFloor);
+}
+
 }  // namespace
 }  // namespace bulkhead

@@ -43,9 +43,47 @@ int CapLedger::Window(const Count& c) const {
   return std::min(WindowMax(), c.window > 0 ? c.window : caps_.first_window);
 }
 
+CapLedger::Count& CapLedger::Track(int64_t channel) {
+  auto [it, added] = channels_.try_emplace(channel);
+  Count& c = it->second;
+  if (added) {
+    c.idle = idle_.end();
+  } else if (c.idle != idle_.end()) {
+    idle_.erase(c.idle);
+    c.idle = idle_.end();
+  }
+  return c;
+}
+
+void CapLedger::Settle(Channels::iterator it) {
+  Count& c = it->second;
+  if (c.n > 0) return;
+  if (!c.failing && c.window == 0) {
+    Erase(it);
+    return;
+  }
+  if (c.idle != idle_.end()) idle_.erase(c.idle);
+  idle_.push_front(it->first);
+  c.idle = idle_.begin();
+  // The oldest idle entries go first; the one just settled is the newest, and IdleMax() >= 1.
+  while (idle_.size() > IdleMax()) {
+    channels_.erase(idle_.back());
+    idle_.pop_back();
+  }
+}
+
+CapLedger::Channels::iterator CapLedger::Erase(Channels::iterator it) {
+  if (it->second.idle != idle_.end()) idle_.erase(it->second.idle);
+  return channels_.erase(it);
+}
+
+size_t CapLedger::IdleMax() const {
+  return std::max(kIdleFloor, static_cast<size_t>(std::max(caps_.workers, 0)));
+}
+
 CapLedger::Reached CapLedger::Add(int64_t channel, int64_t tenant) {
   Reached reached;
-  Count& c = channels_[channel];
+  Count& c = Track(channel);
   reached.channel = ++c.n == ChannelCap(c);
   reached.tenant = ++tenants_[tenant].n == caps_.tenant;
   return reached;
@@ -63,10 +101,8 @@ bool CapLedger::Holds(int64_t channel, int64_t tenant) const {
 void CapLedger::Remove(int64_t channel, int64_t tenant) {
   if (auto it = channels_.find(channel); it != channels_.end()) {
     // A failing channel is remembered at 0 in flight (until Forget), so that its cap stays 1;
-    // one with a grown window, so that it keeps it for a while.
-    if (--it->second.n <= 0 && !it->second.failing && it->second.window == 0) {
-      channels_.erase(it);
-    }
+    // one with a grown window, so that it keeps it for a while (Settle).
+    if (--it->second.n <= 0) Settle(it);
   }
   if (auto it = tenants_.find(tenant); it != tenants_.end()) {
     if (--it->second.n <= 0) tenants_.erase(it);
@@ -74,10 +110,11 @@ void CapLedger::Remove(int64_t channel, int64_t tenant) {
 }
 
 void CapLedger::Failed(int64_t channel, Clock::time_point now) {
-  Count& c = channels_[channel];
+  Count& c = Track(channel);
   c.failing = true;
   c.failed_at = now;
   c.window = 0;  // when it answers quickly again, it starts from the first window
+  Settle(channels_.find(channel));
 }
 
 void CapLedger::Succeeded(int64_t channel) {
@@ -88,9 +125,7 @@ void CapLedger::Succeeded(int64_t channel) {
   if (caps_.first_window > 0) {
     c.window = std::min(WindowMax(), (c.window > 0 ? c.window : caps_.first_window) + 1);
   }
-  if (c.n <= 0 && c.window == 0) {
-    channels_.erase(it);
-  }
+  Settle(it);
 }
 
 bool CapLedger::failing(int64_t channel) const {
@@ -110,7 +145,7 @@ void CapLedger::Forget(Clock::time_point now) {
       c.window = 0;
     }
     if (c.n <= 0 && !c.failing && c.window == 0) {
-      it = channels_.erase(it);
+      it = Erase(it);
     } else {
       ++it;
     }

@@ -44,11 +44,22 @@
 // open. A busy healthy channel with an occasional error drops to 1 only until its next quick
 // success. The mark is forgotten 60 s after the channel's last activity.
 //
+// Memory, and what a claim carries (issue 34). A channel with jobs in flight has an entry, so
+// those are at most the tier's workers. A channel with nothing in flight keeps one only to
+// remember a grown window (10 s) or a failing mark (60 s), and of those idle entries the ledger
+// keeps the most recently idle, at most max(workers, kIdleFloor): a channel forgotten sooner
+// starts from the first window and, if it was failing, from the channel cap — the breaker still
+// counts its failures. Every entry goes into every claim's arrays (Limits), so a claim carries
+// at most twice the workers' worth of channels however many the node has served: with 60,000
+// tenants of one delivery each, it had carried every channel that answered in the last 10 s,
+// 14 ms of a claim spent unnesting them before any row was read.
+//
 // Not thread-safe: the runner guards it with its own mutex. Time is passed in.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <list>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -113,6 +124,9 @@ class CapLedger {
   // again.
   void Forget(Clock::time_point now);
 
+  // How many idle entries (nothing in flight) the ledger keeps at least, whatever the workers.
+  static constexpr size_t kIdleFloor = 64;
+
   // Channels (with their tenant) and tenants that reached their cap (QueueRunner::Dispatch).
   struct AtCap {
     std::vector<std::pair<int64_t, int64_t>> channels;  // channel, its tenant
@@ -135,7 +149,17 @@ class CapLedger {
     Clock::time_point idle_since{};  // when Forget() first saw it at 0 in flight; epoch: busy
     bool failing = false;
     Clock::time_point failed_at{};
+    // Channels only: its place in idle_ while it has nothing in flight (idle_.end(): busy).
+    std::list<int64_t>::iterator idle;
   };
+  using Channels = std::unordered_map<int64_t, Count>;
+
+  // A new channel entry, busy (not in idle_).
+  Count& Track(int64_t channel);
+  // The entry has nothing in flight: kept (idle) if it remembers something, else erased.
+  void Settle(Channels::iterator it);
+  Channels::iterator Erase(Channels::iterator it);
+  size_t IdleMax() const;
   // The channel's cap: 1 while failing, else the tier's. What it may have in flight now: its
   // window, at most that cap — or, lent slots included, at most what lending leaves.
   int ChannelCap(const Count& c) const { return c.failing ? 1 : caps_.channel; }
@@ -143,8 +167,10 @@ class CapLedger {
   int Window(const Count& c) const;
 
   Caps caps_;
-  std::unordered_map<int64_t, Count> channels_;
+  Channels channels_;
   std::unordered_map<int64_t, Count> tenants_;
+  // Channels with an entry and nothing in flight, the most recently idle first.
+  std::list<int64_t> idle_;
 };
 
 }  // namespace bulkhead
