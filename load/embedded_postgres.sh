@@ -6,7 +6,10 @@
 #   load/embedded_postgres.sh restart DIR # fast shutdown, then start (the pg_restart scenario)
 #
 # The server listens only on a Unix socket in DIR (no TCP port to collide with), with the
-# durability settings off: it holds benchmark data, nothing else. PostgreSQL refuses to run as
+# durability settings off: it holds benchmark data, nothing else. BULKHEAD_PG_DURABLE=1 starts it
+# with them on (fsync, synchronous_commit, full_page_writes) and max_wal_size 2GB, as a
+# production server runs: the benchmarks that measure the database's own work use it (a
+# cluster keeps the settings it was started with; give such a run a DIR of its own). PostgreSQL refuses to run as
 # root, so under root it runs as the `postgres` system user (./setup.sh installs it).
 set -euo pipefail
 
@@ -37,9 +40,13 @@ start() {
       --no-sync --no-instructions >"$dir/initdb.log"
   fi
   if ! as_server "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+    local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    if [ "${BULKHEAD_PG_DURABLE:-0}" = 1 ]; then
+      durability="-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_wal_size=2GB"
+    fi
     as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-k $dir -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
-          -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB \
+      -o "-k $dir -c listen_addresses='' $durability \
+          -c max_connections=200 -c shared_buffers=256MB \
           -c shared_preload_libraries=pg_stat_statements" \
       start >/dev/null
   fi

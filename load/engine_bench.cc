@@ -45,6 +45,11 @@
 //               then without), each from an empty schema with a node of its own, and ends with
 //               a table of all of them side by side.
 //
+//   table, shape  the engine's cost against what the table keeps (--finished 10000000 and
+//               --parked 1000000 jobs beside the burst, statistics stale and fresh) and how the
+//               work is spread (20 tenants, --jobs tenants of one delivery, and a mix), --jobs
+//               60000 by default: load/table_bench.h.
+//
 // Every mode runs tier `default` as tiers/default.json ships it (read from the file), overriding
 // only the keys it varies: `workers`, `channel_share` and `tenant_share` (Tier below), and in
 // isolation `failure_threshold` and `slow_call_ms`.
@@ -80,6 +85,7 @@
 #include "process_usage.h"
 #include "schema_reset.h"
 #include "shipped_tier.h"
+#include "table_bench.h"
 
 namespace {
 
@@ -94,7 +100,9 @@ constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
     "[--seconds N] [--rounds N] [--old-secrets N] [--background N] [--background-tenants N] "
-    "[--background-channels N] [--background-delay-ms N] [--background-tier NAME]\n";
+    "[--background-channels N] [--background-delay-ms N] [--background-tier NAME]\n"
+    "       bulkhead-engine-bench table|shape --database URL [--jobs N] [--finished N] "
+    "[--parked N]\n";
 
 struct Args {
   std::string mode;
@@ -114,6 +122,9 @@ struct Args {
   int background_channels = 20;             // latency: the busy tenants' channels, in all
   int background_delay_ms = 0;              // latency: how long the busy endpoints take
   std::string background_tier;              // latency: the busy tenants' tier ("": default)
+  int64_t finished = 10'000'000;            // table: finished jobs beside the burst
+  int64_t parked = 1'000'000;               // table: parked jobs beside the burst
+  bool jobs_given = false;                  // table, shape: --jobs given (else 60,000)
 };
 
 int Usage(const std::string& message) {
@@ -887,7 +898,7 @@ int main(int argc, char** argv) {
   }
   args.mode = words[0];
   if (args.mode != "throughput" && args.mode != "latency" && args.mode != "isolation" &&
-      args.mode != "churn") {
+      args.mode != "churn" && args.mode != "table" && args.mode != "shape") {
     return Usage("unknown mode");
   }
   if (words.size() % 2 == 0) return Usage("an option lacks its value");
@@ -899,6 +910,13 @@ int main(int argc, char** argv) {
         args.database = value;
       } else if (key == "--jobs") {
         args.jobs = std::stoi(value);
+        args.jobs_given = true;
+      } else if (key == "--finished") {
+        args.finished = std::stoll(value);
+        if (args.finished < 0) return Usage("--finished must be 0 or more");
+      } else if (key == "--parked") {
+        args.parked = std::stoll(value);
+        if (args.parked < 0) return Usage("--parked must be 0 or more");
       } else if (key == "--channels") {
         args.channels = std::stoi(value);
       } else if (key == "--tenants") {
@@ -956,6 +974,13 @@ int main(int argc, char** argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   signal(SIGPIPE, SIG_IGN);
   try {
+    if (args.mode == "table" || args.mode == "shape") {
+      bulkhead::bench::TableArgs table{args.database, args.jobs_given ? args.jobs : 60'000,
+                                       args.finished, args.parked};
+      if (table.jobs < 40) return Usage("--jobs must be at least 40 for table and shape");
+      return args.mode == "table" ? bulkhead::bench::TableBench(table)
+                                  : bulkhead::bench::ShapeBench(table);
+    }
     if (args.mode == "throughput") return Throughput(args);
     if (args.mode == "latency") return Latency(args);
     if (args.mode == "churn") return Churn(args);

@@ -60,7 +60,21 @@
 #                                        # secret (--old-secrets 1: two signatures a request) and
 #                                        # none in turn, ENGINE_BENCH_PAIRS (3) times each; the
 #                                        # ratio of the medians
+#   load/engine_bench.sh table           # issue 34: one node drains 60,000 deliveries (20
+#                                        # tenants) on an empty table, then beside 10,000,000
+#                                        # finished and 1,000,000 parked jobs with statistics
+#                                        # stale and fresh (ENGINE_BENCH_JOBS, _FINISHED,
+#                                        # _PARKED); deliveries/s, and the claim's and the result
+#                                        # write's buffers a row and time a call
+#                                        # (pg_stat_statements); about 10 minutes
+#   load/engine_bench.sh shape           # issue 34: the same 60,000 over 20 tenants, over
+#                                        # 60,000 tenants of one delivery, and half on 4 busy
+#                                        # tenants beside 30,000 of one
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
+#
+# table and shape run on a cluster of their own with durability on (.run/bench-pg-durable,
+# BULKHEAD_PG_DURABLE=1); every other mode on one with it off, unless ENGINE_BENCH_DURABLE=1
+# (or 0) says otherwise for the whole run.
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
 # socket only), and runs build/bin/bulkhead-engine-bench, which starts a real `bulkhead run`
@@ -72,7 +86,17 @@ cd "$(dirname "$0")/.."
 
 modes=${*:-throughput latency}
 ./setup.sh >/dev/null
-run=.run/bench-pg
+durable=${ENGINE_BENCH_DURABLE:-}
+if [ -z "$durable" ]; then
+  durable=0
+  for mode in $modes; do case "$mode" in table|shape) durable=1 ;; esac; done
+fi
+if [ "$durable" = 1 ]; then
+  run=.run/bench-pg-durable
+  export BULKHEAD_PG_DURABLE=1
+else
+  run=.run/bench-pg
+fi
 conn=$(load/embedded_postgres.sh start "$run")
 trap 'load/embedded_postgres.sh stop "$run"' EXIT
 bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
@@ -280,6 +304,11 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
         --seconds "${ENGINE_BENCH_SECONDS:-20}" --background "${ENGINE_BENCH_BACKGROUND:-300000}" ;;
     rotation-cost)
       rotation_side_by_side 50000 --channels 20 --workers 200 ;;
+    table)
+      "$bench" table --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
+        --finished "${ENGINE_BENCH_FINISHED:-10000000}" --parked "${ENGINE_BENCH_PARKED:-1000000}" ;;
+    shape)
+      "$bench" shape --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" ;;
     isolation)
       "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
@@ -288,7 +317,7 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
          "(throughput, latency, latency-busy, latency-busy-separate, latency-slots, inflight," \
          "caps-cost, caps-lone, caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
          "binary-swap-idle, binary-swap-slots," \
-         "rotation-cost," \
+         "rotation-cost, table, shape," \
          "isolation, churn)" >&2; exit 2 ;;
   esac
   echo

@@ -1,0 +1,377 @@
+#include "table_bench.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_receiver.h"
+#include "node_process.h"
+#include "process_usage.h"
+#include "schema_reset.h"
+#include "shipped_tier.h"
+
+namespace bulkhead::bench {
+namespace {
+
+using testing::HttpReceiver;
+using testing::LoopbackNetworks;
+using testing::NodeProcess;
+using Clock = std::chrono::steady_clock;
+
+// What PostgreSQL spent on one statement during a drain (pg_stat_statements).
+struct StatementCost {
+  int64_t calls = 0;
+  int64_t rows = 0;
+  double buffers = 0;  // shared blocks hit + read
+  double ms = 0;       // execution time, all calls
+  double RowsPerCall() const { return calls > 0 ? double(rows) / double(calls) : 0; }
+  double BuffersPerRow() const { return rows > 0 ? buffers / double(rows) : 0; }
+  double MsPerCall() const { return calls > 0 ? ms / double(calls) : 0; }
+};
+
+struct Drained {
+  std::string label;
+  int64_t expected = 0;
+  int64_t delivered = 0;
+  double seconds = 0;
+  double node_cpu_s = 0;
+  StatementCost claim, record;
+  bool autovacuumed = false;  // autovacuum vacuumed or analyzed the jobs table during the drain
+  std::string load_before, load_after;
+  double PerSecond() const { return seconds > 0 ? double(delivered) / seconds : 0; }
+};
+
+// The statements by their text's start (pg_stat_statements keeps the prepared text).
+StatementCost CostOf(pqxx::connection& conn, const std::string& like) {
+  pqxx::work tx(conn);
+  pqxx::row row = tx.exec_params1(
+      "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(rows), 0)::bigint,"
+      "       coalesce(sum(shared_blks_hit + shared_blks_read), 0)::float8,"
+      "       coalesce(sum(total_exec_time), 0)::float8"
+      "  FROM pg_stat_statements WHERE query LIKE $1",
+      like);
+  return {row[0].as<int64_t>(), row[1].as<int64_t>(), row[2].as<double>(), row[3].as<double>()};
+}
+
+// Jobs completed since `since` (the database's clock). Counted by finish time, not as all the
+// completed rows: the leader prunes the history's oldest rows (a week's retention) meanwhile.
+int64_t CompletedSince(pqxx::connection& conn, const std::string& since) {
+  pqxx::work tx(conn);
+  return tx
+      .exec_params1(
+          "SELECT count(*) FROM bulkhead.jobs "
+          "WHERE state = 'completed' AND finished_at >= $1::timestamptz",
+          since)[0]
+      .as<int64_t>();
+}
+
+// When autovacuum last vacuumed and analyzed the jobs table ("" for never).
+std::string LastAutovacuum(pqxx::connection& conn) {
+  pqxx::work tx(conn);
+  return tx
+      .exec1(
+          "SELECT coalesce(last_autovacuum::text, '') || ' ' || "
+          "       coalesce(last_autoanalyze::text, '') FROM pg_stat_user_tables "
+          "WHERE schemaname = 'bulkhead' AND relname = 'jobs'")[0]
+      .as<std::string>();
+}
+
+// One node drains everything available; `expected` more jobs end completed.
+Drained Drain(const std::string& database, pqxx::connection& conn, const std::string& label,
+              int64_t expected) {
+  Drained d;
+  d.label = label;
+  d.expected = expected;
+  const std::string since = pqxx::work(conn).exec1("SELECT now()::text")[0].as<std::string>();
+  const std::string autovacuum_before = LastAutovacuum(conn);
+  {
+    pqxx::nontransaction tx(conn);
+    tx.exec("SELECT pg_stat_statements_reset()");
+    // The watch below reads the partial indexes only, whatever the statistics say.
+    tx.exec("SET enable_seqscan = off");
+    tx.exec("SET enable_bitmapscan = off");
+  }
+  d.load_before = testing::LoadAverage();
+  NodeProcess node(
+      {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
+      {{"default", testing::ShippedTier("default")}});
+  const auto start = Clock::now();
+  node.Start(database);
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (auto code = node.Wait(std::chrono::milliseconds(0))) {
+      std::cerr << label << ": the node exited with " << *code << ":\n" << node.Log();
+      return d;
+    }
+    d.node_cpu_s = testing::ReadProcessUsage(node.pid()).cpu_s;
+    pqxx::work tx(conn);
+    pqxx::row row = tx.exec1(
+        "SELECT EXISTS (SELECT FROM bulkhead.jobs"
+        "                WHERE state = 'available' AND priority BETWEEN 1 AND 3),"
+        "       EXISTS (SELECT FROM bulkhead.jobs WHERE state = 'executing')");
+    if (!row[0].as<bool>() && !row[1].as<bool>()) break;
+  }
+  d.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  d.load_after = testing::LoadAverage();
+  node.Signal(SIGTERM);
+  node.Wait(std::chrono::seconds(30));
+  d.delivered = CompletedSince(conn, since);
+  d.claim = CostOf(conn, "WITH RECURSIVE flying AS%");
+  d.record = CostOf(conn,
+                    "UPDATE bulkhead.jobs AS j%jsonb_to_recordset($1::jsonb) AS r(id bigint, "
+                    "attempt smallint, delivered boolean%");
+  d.autovacuumed = LastAutovacuum(conn) != autovacuum_before;
+  return d;
+}
+
+// "{1,2,3}": a bigint[] literal.
+std::string IdArray(const std::vector<int64_t>& ids) {
+  std::string s = "{";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s + "}";
+}
+
+// `tenants` tenants of one channel each to `url`; returns the channel ids in tenant order.
+std::vector<int64_t> Tenants(pqxx::connection& conn, int tenants, const std::string& prefix,
+                             const std::string& url) {
+  pqxx::work tx(conn);
+  pqxx::result rows = tx.exec_params(
+      "WITH t AS (INSERT INTO bulkhead.tenants (name)"
+      "           SELECT $1 || g FROM generate_series(1, $2) g RETURNING id)"
+      "INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, $3 FROM t ORDER BY id "
+      "RETURNING id",
+      prefix, tenants, url);
+  tx.commit();
+  std::vector<int64_t> ids;
+  for (const auto& r : rows) ids.push_back(r[0].as<int64_t>());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// `jobs` deliveries through bulkhead.enqueue_many, 1,000 a transaction, item i to
+// channels[i mod N].
+void Burst(pqxx::connection& conn, const std::vector<int64_t>& channels, int jobs) {
+  const std::string array = IdArray(channels);
+  for (int done = 0; done < jobs;) {
+    const int n = std::min(1000, jobs - done);
+    pqxx::work tx(conn);
+    tx.exec_params(
+        "SELECT bulkhead.enqueue_many("
+        "  ARRAY(SELECT ($1::bigint[])[1 + i % cardinality($1::bigint[])]"
+        "          FROM generate_series($2::int, $2::int + $3 - 1) i),"
+        "  ARRAY(SELECT jsonb_build_object('n', i, 'text', 'a message of about a hundred bytes,"
+        " like an order notification') FROM generate_series(1, $3) i))",
+        array, done, n);
+    tx.commit();
+    done += n;
+  }
+}
+
+// A week of history: `finished` completed jobs on `channels`, finished over the last 7 days,
+// each with one attempt logged; `parked` parked jobs on 1,000 paused channels of 100 tenants.
+void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64_t finished,
+             int64_t parked, const std::string& url) {
+  const std::string array = IdArray(channels);
+  constexpr int64_t kChunk = 1'000'000;
+  const auto start = Clock::now();
+  // The last twentieth, the history's most recent hours, is written after the vacuum (below).
+  const int64_t recent = finished / 20;
+  auto write = [&](int64_t from, int64_t to) {
+    for (int64_t done = from; done < to; done += kChunk) {
+      pqxx::work tx(conn);
+      tx.exec_params(
+          "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, state, payload, attempt,"
+          "                           created_at, scheduled_at, attempted_at, attempted_by,"
+          "                           finished_at, attempts)"
+          "SELECT 'default', c.tenant_id, c.id, 'completed',"
+          "       jsonb_build_object('n', g, 'text', 'a message of about a hundred bytes, like an"
+          " order notification'), 1, f.at, f.at, f.at, 'history', f.at,"
+          "       jsonb_build_array(jsonb_build_object('attempt', 1, 'at', f.at, 'node', 'history',"
+          "                                            'duration_ms', 21.5, 'status', 200))"
+          "  FROM generate_series($2::bigint, $2::bigint + $3 - 1) g"
+          "  JOIN bulkhead.channels c ON c.id = ($1::bigint[])[1 + g % cardinality($1::bigint[])]"
+          " CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (g::float8 / $4)) AS f(at)",
+          array, done, std::min(kChunk, to - done), finished);
+      tx.commit();
+    }
+  };
+  write(recent, finished);
+  if (parked > 0) {
+    std::vector<int64_t> paused;
+    {
+      pqxx::work tx(conn);
+      pqxx::result rows = tx.exec_params(
+          "WITH t AS (INSERT INTO bulkhead.tenants (name)"
+          "           SELECT 'parked-' || g FROM generate_series(1, 100) g RETURNING id)"
+          "INSERT INTO bulkhead.channels (tenant_id, url, paused)"
+          "SELECT t.id, $1, true FROM t, generate_series(1, 10) RETURNING id",
+          url);
+      tx.commit();
+      for (const auto& r : rows) paused.push_back(r[0].as<int64_t>());
+    }
+    const std::string parr = IdArray(paused);
+    pqxx::work tx(conn);
+    tx.exec_params(
+        "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, state, priority, payload,"
+        "                           scheduled_at)"
+        "SELECT 'default', c.tenant_id, c.id, 'parked', 3,"
+        "       jsonb_build_object('n', g, 'text', 'a parked message'),"
+        "       now() - interval '1 hour'"
+        "  FROM generate_series(1, $2::bigint) g"
+        "  JOIN bulkhead.channels c ON c.id = ($1::bigint[])[1 + g % cardinality($1::bigint[])]",
+        parr, parked);
+    tx.commit();
+  }
+  const double written_s = std::chrono::duration<double>(Clock::now() - start).count();
+  // A week-old table has long been vacuumed (autovacuum's insert threshold: 5 % of the table)
+  // and checkpointed; a vacuum of the fresh 10,000,000 rows, or the checkpoint after them,
+  // running beside the drain would measure the fill, not the table. And the free space that
+  // vacuum found (the tail of nearly every page: rows of one size leave 160–224 bytes) has
+  // been written into since, as rows kept coming: the history's most recent twentieth is
+  // written after the vacuum. Without that the burst's rows, one or two in each of 50,000
+  // pages across 3 GB, cost the drain a page read, a dirty write and a full-page image each,
+  // which a table in service has long spent.
+  const auto settle = Clock::now();
+  {
+    pqxx::nontransaction tx(conn);
+    tx.exec("VACUUM bulkhead.jobs");
+  }
+  write(0, recent);
+  {
+    pqxx::nontransaction tx(conn);
+    tx.exec("CHECKPOINT");
+  }
+  std::printf(
+      "  history: %lld finished and %lld parked jobs written in %.0f s, vacuumed, the "
+      "most recent twentieth written and checkpointed in %.0f s\n",
+      static_cast<long long>(finished), static_cast<long long>(parked), written_s,
+      std::chrono::duration<double>(Clock::now() - settle).count());
+}
+
+void Analyze(pqxx::connection& conn) {
+  pqxx::nontransaction tx(conn);
+  tx.exec("ANALYZE bulkhead.jobs");
+}
+
+void PrintDrain(const Drained& d) {
+  std::printf(
+      "%s: %lld of %lld delivered in %.2f s: %.0f deliveries/s; node CPU %.1f s\n"
+      "  claim: %lld calls, %.1f rows a call, %.1f buffers a row, %.2f ms a call\n"
+      "  result write: %lld calls, %.1f rows a call, %.1f buffers a row, %.2f ms a call\n"
+      "  autovacuum vacuumed or analyzed the jobs table during the drain: %s\n"
+      "  load average (1, 5, 15 min) before %s, after %s\n",
+      d.label.c_str(), static_cast<long long>(d.delivered), static_cast<long long>(d.expected),
+      d.seconds, d.PerSecond(), d.node_cpu_s, static_cast<long long>(d.claim.calls),
+      d.claim.RowsPerCall(), d.claim.BuffersPerRow(), d.claim.MsPerCall(),
+      static_cast<long long>(d.record.calls), d.record.RowsPerCall(), d.record.BuffersPerRow(),
+      d.record.MsPerCall(), d.autovacuumed ? "yes" : "no", d.load_before.c_str(),
+      d.load_after.c_str());
+  std::fflush(stdout);
+}
+
+// The side-by-side table: each drain against the first.
+int Summary(const std::string& title, const std::vector<Drained>& drains) {
+  std::printf(
+      "\n%s\n| drain | deliveries/s | vs first | claim ms | claim buffers/row | "
+      "result buffers/row |\n|---|---:|---:|---:|---:|---:|\n",
+      title.c_str());
+  bool all = true;
+  for (const Drained& d : drains) {
+    std::printf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f |\n", d.label.c_str(), d.PerSecond(),
+                drains[0].PerSecond() > 0 ? d.PerSecond() / drains[0].PerSecond() : 0,
+                d.claim.MsPerCall(), d.claim.BuffersPerRow(), d.record.BuffersPerRow());
+    all = all && d.delivered == d.expected;
+  }
+  return all ? 0 : 1;
+}
+
+void PrepareDatabase(const std::string& database) {
+  testing::ResetSchema(database);
+  pqxx::connection conn(database);
+  pqxx::nontransaction tx(conn);
+  tx.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+  pqxx::row durability = tx.exec1(
+      "SELECT current_setting('fsync'), "
+      "current_setting('synchronous_commit'), "
+      "current_setting('full_page_writes')");
+  std::printf("PostgreSQL: fsync %s, synchronous_commit %s, full_page_writes %s\n",
+              durability[0].c_str(), durability[1].c_str(), durability[2].c_str());
+}
+
+}  // namespace
+
+int TableBench(const TableArgs& args) {
+  HttpReceiver receiver;
+  const std::string url = receiver.Url("/fast");
+  PrepareDatabase(args.database);
+  pqxx::connection conn(args.database);
+  std::vector<int64_t> channels = Tenants(conn, 20, "bench-", url);
+  std::vector<Drained> drains;
+
+  Burst(conn, channels, args.jobs);
+  Analyze(conn);
+  drains.push_back(Drain(args.database, conn, "empty table", args.jobs));
+  PrintDrain(drains.back());
+
+  History(conn, channels, args.finished, args.parked, url);
+  Analyze(conn);  // before the burst: the statistics see no available job
+  Burst(conn, channels, args.jobs);
+  drains.push_back(Drain(args.database, conn, "beside the history, statistics stale", args.jobs));
+  PrintDrain(drains.back());
+
+  Burst(conn, channels, args.jobs);
+  Analyze(conn);  // after the burst
+  drains.push_back(Drain(args.database, conn, "beside the history, statistics fresh", args.jobs));
+  PrintDrain(drains.back());
+
+  // Stale again, now that a burst has been through: the first burst beside a history pays for
+  // the free space vacuum left in its pages, whichever statistics it meets.
+  Analyze(conn);  // before the burst again
+  Burst(conn, channels, args.jobs);
+  drains.push_back(
+      Drain(args.database, conn, "beside the history, statistics stale, second", args.jobs));
+  PrintDrain(drains.back());
+  return Summary("table: " + std::to_string(args.jobs) + " deliveries, 20 tenants; history " +
+                     std::to_string(args.finished) + " finished + " + std::to_string(args.parked) +
+                     " parked",
+                 drains);
+}
+
+int ShapeBench(const TableArgs& args) {
+  HttpReceiver receiver;
+  const std::string url = receiver.Url("/fast");
+  std::vector<Drained> drains;
+  auto run = [&](const std::string& label, auto enqueue) {
+    PrepareDatabase(args.database);
+    pqxx::connection conn(args.database);
+    enqueue(conn);
+    Analyze(conn);
+    drains.push_back(Drain(args.database, conn, label, args.jobs));
+    PrintDrain(drains.back());
+  };
+  const int per = args.jobs / 20;
+  run("20 tenants x " + std::to_string(per),
+      [&](pqxx::connection& conn) { Burst(conn, Tenants(conn, 20, "busy-", url), args.jobs); });
+  run(std::to_string(args.jobs) + " tenants x 1",
+      [&](pqxx::connection& conn) { Burst(conn, Tenants(conn, args.jobs, "t-", url), args.jobs); });
+  const int half = args.jobs / 2;
+  run("4 busy tenants x " + std::to_string(half / 4) + ", then " + std::to_string(half) +
+          " tenants x 1",
+      [&](pqxx::connection& conn) {
+        Burst(conn, Tenants(conn, 4, "busy-", url), half);
+        Burst(conn, Tenants(conn, half, "t-", url), half);
+      });
+  return Summary("shape: " + std::to_string(args.jobs) + " deliveries, one node", drains);
+}
+
+}  // namespace bulkhead::bench
