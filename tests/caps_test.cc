@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "claim_store.h"
-#include "skip_scan_cursor.h"
 #include "delivery_test.h"
 #include "http_get.h"
 #include "http_receiver.h"
 #include "node_process.h"
+#include "skip_scan_cursor.h"
 #include "tenancy.h"
 
 namespace bulkhead {

@@ -91,9 +91,8 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   pqxx::result rows = tx.exec_prepared(
       "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
       PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(channel_windows),
-      first_window, std::max(limits.lend, 0), PgArray(lend_windows),
-      std::max(limits.look_ahead, 0), limits.heads_after_channel,
-      static_cast<int16_t>(limits.heads_after_priority),
+      first_window, std::max(limits.lend, 0), PgArray(lend_windows), std::max(limits.look_ahead, 0),
+      limits.heads_after_channel, static_cast<int16_t>(limits.heads_after_priority),
       limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit));
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
