@@ -71,6 +71,7 @@ using bulkhead::testing::LoadAverage;
 using bulkhead::testing::LoopbackNetworks;
 using bulkhead::testing::NodeProcess;
 using bulkhead::testing::ResetSchema;
+using bulkhead::testing::SiblingDatabase;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
@@ -498,22 +499,6 @@ struct ClaimCase {
   std::string buffers;            // of one claim, from EXPLAIN (ANALYZE, BUFFERS)
   double explain_ms = 0;
 };
-
-// "host=… port=… user=… dbname=<dbname>": a database beside the one `conn` is connected to.
-std::string SiblingDatabase(pqxx::connection& conn, const std::string& dbname) {
-  auto quoted = [](const char* value) {
-    std::string v = value == nullptr ? "" : value, out = "'";
-    for (char c : v) out += (c == '\\' || c == '\'') ? std::string("\\") + c : std::string(1, c);
-    return out + "'";
-  };
-  std::string info = "dbname=" + quoted(dbname.c_str());
-  if (conn.hostname() != nullptr && *conn.hostname() != '\0') {
-    info += " host=" + quoted(conn.hostname());
-  }
-  if (conn.port() != nullptr && *conn.port() != '\0') info += " port=" + quoted(conn.port());
-  if (conn.username() != nullptr) info += " user=" + quoted(conn.username());
-  return info;
-}
 
 // Sets a case up in a new database: the schema, a healthy channel and another channel of the
 // same queue with `extra` rows in extra_state.

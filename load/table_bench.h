@@ -1,12 +1,14 @@
 // The engine's cost against what the table keeps and how the work is spread (issue 34): the
 // `table` and `shape` modes of bulkhead-engine-bench (load/engine_bench.sh table, shape).
 //
-//   table  one node drains a burst of `jobs` deliveries over 20 channels, a tenant each, three
-//          times on one database: on an empty table; beside `finished` finished jobs (spread
-//          over the last week, then vacuumed and checkpointed as a week-old table would have
-//          been) and `parked` parked ones (1,000 paused channels), with the statistics taken
-//          before the burst arrived (stale: autovacuum re-analyzes a big table only after 2 %
-//          of it changed); and again with them taken after it (fresh).
+//   table  one node drains a burst of `jobs` deliveries over 20 channels, a tenant each: beside
+//          `finished` finished jobs (spread over the last week, then vacuumed and checkpointed
+//          as a week-old table would have been) and `parked` parked ones (1,000 paused
+//          channels), three times — with the statistics taken before the burst arrived (stale:
+//          autovacuum re-analyzes a big table only after 2 % of it changed), after it (fresh),
+//          and before it again (stale, second) — and on an empty table in a database beside it
+//          (`<database>_empty`, dropped at the end) before, between and after them. Each
+//          history drain is compared with the mean of the empty drains just before and after.
 //   shape  the same number of deliveries drained from an empty schema three times: 20 tenants
 //          of one channel with jobs / 20 each; `jobs` tenants of one channel with one delivery
 //          each; and half the deliveries on 4 busy tenants enqueued first, the other half on

@@ -9,10 +9,15 @@
 // or a migration fails.
 #pragma once
 
+#include <pqxx/pqxx>
 #include <string>
 
 namespace bulkhead::testing {
 
 void ResetSchema(const std::string& database);
+
+// "dbname=<dbname> host=… port=… user=…": a database beside the one `conn` is connected to, on
+// the same server as the same user (a bench that compares two databases side by side).
+std::string SiblingDatabase(pqxx::connection& conn, const std::string& dbname);
 
 }  // namespace bulkhead::testing
