@@ -61,11 +61,13 @@
 #                                        # none in turn, ENGINE_BENCH_PAIRS (3) times each; the
 #                                        # ratio of the medians
 #   load/engine_bench.sh table           # issue 34: one node drains 60,000 deliveries (20
-#                                        # tenants) on an empty table, then beside 10,000,000
-#                                        # finished and 1,000,000 parked jobs with statistics
-#                                        # stale and fresh (ENGINE_BENCH_JOBS, _FINISHED,
-#                                        # _PARKED); deliveries/s, and the claim's and the result
-#                                        # write's buffers a row and time a call
+#                                        # tenants) beside 10,000,000 finished and 1,000,000
+#                                        # parked jobs with statistics stale, fresh and stale
+#                                        # again, and on an empty table in a database beside it
+#                                        # before, between and after (ENGINE_BENCH_JOBS,
+#                                        # _FINISHED, _PARKED); deliveries/s against the empty
+#                                        # drains around, and the claim's and the result write's
+#                                        # buffers and WAL a row and time a call
 #                                        # (pg_stat_statements); about 10 minutes
 #   load/engine_bench.sh shape           # issue 34: the same 60,000 over 20 tenants, over
 #                                        # 60,000 tenants of one delivery, and half on 4 busy

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <pqxx/pqxx>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,10 +30,13 @@ using Clock = std::chrono::steady_clock;
 struct StatementCost {
   int64_t calls = 0;
   int64_t rows = 0;
-  double buffers = 0;  // shared blocks hit + read
-  double ms = 0;       // execution time, all calls
+  double buffers = 0;                 // shared blocks hit + read
+  double read = 0;                    // of those, read from the kernel (not in shared buffers)
+  double wal_bytes = 0, wal_fpi = 0;  // WAL written, and the full-page images in it
+  double ms = 0;                      // execution time, all calls
   double RowsPerCall() const { return calls > 0 ? double(rows) / double(calls) : 0; }
   double BuffersPerRow() const { return rows > 0 ? buffers / double(rows) : 0; }
+  double PerRow(double total) const { return rows > 0 ? total / double(rows) : 0; }
   double MsPerCall() const { return calls > 0 ? ms / double(calls) : 0; }
 };
 
@@ -44,6 +48,9 @@ struct Drained {
   double node_cpu_s = 0;
   StatementCost claim, record;
   bool autovacuumed = false;  // autovacuum vacuumed or analyzed the jobs table during the drain
+  // Vacuums seen running in the cluster while the drain ran (pg_stat_progress_vacuum, sampled
+  // every 100 ms): "database table-oid phase", each once.
+  std::set<std::string> vacuums;
   std::string load_before, load_after;
   double PerSecond() const { return seconds > 0 ? double(delivered) / seconds : 0; }
 };
@@ -54,10 +61,20 @@ StatementCost CostOf(pqxx::connection& conn, const std::string& like) {
   pqxx::row row = tx.exec_params1(
       "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(rows), 0)::bigint,"
       "       coalesce(sum(shared_blks_hit + shared_blks_read), 0)::float8,"
-      "       coalesce(sum(total_exec_time), 0)::float8"
+      "       coalesce(sum(total_exec_time), 0)::float8,"
+      "       coalesce(sum(shared_blks_read), 0)::float8,"
+      "       coalesce(sum(wal_bytes), 0)::float8, coalesce(sum(wal_fpi), 0)::float8"
       "  FROM pg_stat_statements WHERE query LIKE $1",
       like);
-  return {row[0].as<int64_t>(), row[1].as<int64_t>(), row[2].as<double>(), row[3].as<double>()};
+  StatementCost cost;
+  cost.calls = row[0].as<int64_t>();
+  cost.rows = row[1].as<int64_t>();
+  cost.buffers = row[2].as<double>();
+  cost.ms = row[3].as<double>();
+  cost.read = row[4].as<double>();
+  cost.wal_bytes = row[5].as<double>();
+  cost.wal_fpi = row[6].as<double>();
+  return cost;
 }
 
 // Jobs completed since `since` (the database's clock). Counted by finish time, not as all the
@@ -116,6 +133,10 @@ Drained Drain(const std::string& database, pqxx::connection& conn, const std::st
         "SELECT EXISTS (SELECT FROM bulkhead.jobs"
         "                WHERE state = 'available' AND priority BETWEEN 1 AND 3),"
         "       EXISTS (SELECT FROM bulkhead.jobs WHERE state = 'executing')");
+    for (const auto& v : tx.exec("SELECT datname || ' ' || relid || ' ' || phase"
+                                 "  FROM pg_stat_progress_vacuum")) {
+      d.vacuums.insert(v[0].as<std::string>());
+    }
     if (!row[0].as<bool>() && !row[1].as<bool>()) break;
   }
   d.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -247,13 +268,17 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
     tx.exec("VACUUM bulkhead.jobs");
   }
   write(0, recent);
+  // Vacuumed again, as autovacuum would after the recent twentieth (its insert threshold is 5 %
+  // of the table): left to autovacuum, that vacuum of 10,000,000 rows ran beside the first
+  // drains and slowed the empty table's drains between them by a third.
   {
     pqxx::nontransaction tx(conn);
+    tx.exec("VACUUM bulkhead.jobs");
     tx.exec("CHECKPOINT");
   }
   std::printf(
       "  history: %lld finished and %lld parked jobs written in %.0f s, vacuumed, the "
-      "most recent twentieth written and checkpointed in %.0f s\n",
+      "most recent twentieth written, vacuumed again and checkpointed in %.0f s\n",
       static_cast<long long>(finished), static_cast<long long>(parked), written_s,
       std::chrono::duration<double>(Clock::now() - settle).count());
 }
@@ -263,19 +288,28 @@ void Analyze(pqxx::connection& conn) {
   tx.exec("ANALYZE bulkhead.jobs");
 }
 
-void PrintDrain(const Drained& d) {
+void PrintCost(const char* name, const StatementCost& c) {
   std::printf(
-      "%s: %lld of %lld delivered in %.2f s: %.0f deliveries/s; node CPU %.1f s\n"
-      "  claim: %lld calls, %.1f rows a call, %.1f buffers a row, %.2f ms a call\n"
-      "  result write: %lld calls, %.1f rows a call, %.1f buffers a row, %.2f ms a call\n"
+      "  %s: %lld calls, %.1f rows a call, %.1f buffers a row (%.2f read from the kernel), "
+      "%.2f ms a call, %.0f WAL bytes a row (%.3f full-page images)\n",
+      name, static_cast<long long>(c.calls), c.RowsPerCall(), c.BuffersPerRow(), c.PerRow(c.read),
+      c.MsPerCall(), c.PerRow(c.wal_bytes), c.PerRow(c.wal_fpi));
+}
+
+void PrintDrain(const Drained& d) {
+  std::printf("%s: %lld of %lld delivered in %.2f s: %.0f deliveries/s; node CPU %.1f s\n",
+              d.label.c_str(), static_cast<long long>(d.delivered),
+              static_cast<long long>(d.expected), d.seconds, d.PerSecond(), d.node_cpu_s);
+  PrintCost("claim", d.claim);
+  PrintCost("result write", d.record);
+  std::string vacuums;
+  for (const std::string& v : d.vacuums) vacuums += (vacuums.empty() ? "" : ", ") + v;
+  std::printf("  vacuums running beside the drain: %s\n",
+              vacuums.empty() ? "none" : vacuums.c_str());
+  std::printf(
       "  autovacuum vacuumed or analyzed the jobs table during the drain: %s\n"
       "  load average (1, 5, 15 min) before %s, after %s\n",
-      d.label.c_str(), static_cast<long long>(d.delivered), static_cast<long long>(d.expected),
-      d.seconds, d.PerSecond(), d.node_cpu_s, static_cast<long long>(d.claim.calls),
-      d.claim.RowsPerCall(), d.claim.BuffersPerRow(), d.claim.MsPerCall(),
-      static_cast<long long>(d.record.calls), d.record.RowsPerCall(), d.record.BuffersPerRow(),
-      d.record.MsPerCall(), d.autovacuumed ? "yes" : "no", d.load_before.c_str(),
-      d.load_after.c_str());
+      d.autovacuumed ? "yes" : "no", d.load_before.c_str(), d.load_after.c_str());
   std::fflush(stdout);
 }
 
@@ -285,7 +319,7 @@ void PrintDrain(const Drained& d) {
 int Summary(const std::string& title, const std::vector<Drained>& drains, bool around = false) {
   std::printf(
       "\n%s\n| drain | deliveries/s | vs %s | claim ms | claim buffers/row | "
-      "result buffers/row |\n|---|---:|---:|---:|---:|---:|\n",
+      "result buffers/row | claim + result WAL bytes/row |\n|---|---:|---:|---:|---:|---:|---:|\n",
       title.c_str(), around ? "empty around" : "first");
   bool all = true;
   for (size_t i = 0; i < drains.size(); ++i) {
@@ -296,9 +330,10 @@ int Summary(const std::string& title, const std::vector<Drained>& drains, bool a
     } else if (around) {
       base = d.PerSecond();
     }
-    std::printf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f |\n", d.label.c_str(), d.PerSecond(),
-                base > 0 ? d.PerSecond() / base : 0, d.claim.MsPerCall(), d.claim.BuffersPerRow(),
-                d.record.BuffersPerRow());
+    std::printf("| %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.0f |\n", d.label.c_str(),
+                d.PerSecond(), base > 0 ? d.PerSecond() / base : 0, d.claim.MsPerCall(),
+                d.claim.BuffersPerRow(), d.record.BuffersPerRow(),
+                d.claim.PerRow(d.claim.wal_bytes) + d.record.PerRow(d.record.wal_bytes));
     all = all && d.delivered == d.expected;
   }
   return all ? 0 : 1;

@@ -18,7 +18,8 @@
 // committed, so its generic claim plan is made from the statistics of that moment, and reports
 // deliveries a second, the node's CPU, and from pg_stat_statements (reset before each drain)
 // what PostgreSQL spent on the claim and on the result write: calls, rows a call, shared
-// buffers a row and milliseconds a call. The load average is printed around every drain.
+// buffers a row (and how many were read from the kernel), milliseconds a call, and WAL bytes
+// and full-page images a row. The load average is printed around every drain.
 //
 // Runs on the test's main thread only. Every run starts from an empty bulkhead schema in the
 // given database (it migrates down and up), so do not point it at a database you care about.
