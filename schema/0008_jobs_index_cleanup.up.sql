@@ -1,0 +1,18 @@
+-- 0008_jobs_index_cleanup: every vacuum of the jobs table cleans its indexes (issue 34).
+--
+-- Why. A claim's update leaves the claimed row's entry in jobs_claim dead, at the front of the
+-- index, and every later claim's window steps over it until a vacuum's index pass removes it.
+-- PostgreSQL skips that pass while fewer than 2 % of the table's pages hold dead rows
+-- (vacuum_index_cleanup = auto, its default). On a table holding 10,000,000 finished jobs that
+-- is 360,000 dead versions: after three bursts `VACUUM (VERBOSE)` reported "index scan bypassed:
+-- 10724 pages from table (1.83% of total) have 361459 dead item identifiers", and jobs_claim
+-- held 1,080 pages of dead entries and no live one, which every claim read (17.5 ms for an
+-- empty scan). On a small table every vacuum cleans the indexes, so this cost grew with what
+-- the table keeps.
+--
+-- How. With cleanup on, each vacuum reads every index of the table whole: 0.97 s for that
+-- table's 800 MB of indexes in memory, after which the same scan read 1 page. Autovacuum runs
+-- at 1 % dead rows (0003), so on that table about every 55,000 deliveries.
+--
+-- A moment's SHARE UPDATE EXCLUSIVE lock; nothing is rewritten.
+ALTER TABLE bulkhead.jobs SET (vacuum_index_cleanup = on);
