@@ -269,8 +269,8 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
   }
   write(0, recent);
   // Vacuumed again, as autovacuum would after the recent twentieth (its insert threshold is 5 %
-  // of the table): left to autovacuum, that vacuum of 10,000,000 rows ran beside the first
-  // drains and slowed the empty table's drains between them by a third.
+  // of the table): left to autovacuum, that vacuum of the whole table ran among the drains (in
+  // a run without this one it finished during the fresh drain).
   {
     pqxx::nontransaction tx(conn);
     tx.exec("VACUUM bulkhead.jobs");
@@ -396,8 +396,9 @@ int TableBench(const TableArgs& args) {
   PrintDrain(drains.back());
   drain_empty();
 
-  // Stale again, now that a burst has been through: the first burst beside a history pays for
-  // the free space vacuum left in its pages, whichever statistics it meets.
+  // Stale again, after two bursts: what they left (their rows' dead entries at the front of
+  // the claim's index, as no vacuum runs between the drains) against statistics that do not
+  // see the burst.
   Analyze(conn);  // before the burst again
   Burst(conn, channels, args.jobs);
   drains.push_back(
