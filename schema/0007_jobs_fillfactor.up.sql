@@ -3,16 +3,17 @@
 -- Why. A delivery writes three versions of its row (the enqueue's insert, the claim's update, the
 -- result's), and since `state` is in the partial indexes' predicates none of the updates is HOT.
 -- PostgreSQL puts a new version on the same page when it fits, else on a page the free space
--- map offers. With the default fillfactor of 100 it offers any page with room for the row: in a
--- table that holds a week of finished deliveries, that is the few hundred bytes vacuum leaves at
--- the end of nearly every page. A burst's versions then land one or two to a page across the
--- whole table, and each costs a page read, a dirty page and, the first time after a checkpoint,
--- an 8 KB full-page image in the WAL.
+-- map offers. In a table that holds a week of finished deliveries, that can be the space left
+-- at the end of nearly every page: where a burst row fits there (which depends on the sizes of
+-- the finished rows and the new ones, at any fillfactor), a burst lands a row a page across the
+-- whole table, and each page costs a read, a dirty write and, the first time after a checkpoint,
+-- an 8 KB full-page image in the WAL. At the default fillfactor of 100 the claim's and the
+-- result's versions then move on to other pages: two pages a row.
 --
--- How. Below 100, an insert, and an update that does not fit on its own page, takes only a page
--- with room for the row plus the reserve (10 %: 819 bytes), so slivers are never used, and a
--- burst's versions fill new or emptied pages densely, a few dozen to a page. An update may still
--- use the reserve of its own page. The cost is 10 % more pages for the finished rows.
+-- How. Below 100, a page keeps a tenth of itself (819 bytes) that only updates of its own rows
+-- may use, so the claim's and the result's versions stay on the page the insert chose: one page
+-- a row. It does not keep the insert out of the end of a finished page. The cost is 10 % more
+-- pages for the finished rows.
 --
 -- The setting takes a SHARE UPDATE EXCLUSIVE lock for a moment (enqueues and claims go on) and
 -- holds for pages written from then on; pages already full are left as they are.
