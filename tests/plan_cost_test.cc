@@ -65,7 +65,8 @@ struct Measure {
   // session writes), or, when it writes no job, the rows it returned. Top-node rows alone say
   // 0 for an UPDATE without RETURNING and 1 for a transition that moves a channel's backlog.
   int64_t rows = 0;
-  std::string indexes;  // the access paths in plan order: index names, "seq scan <table>"
+  // The access paths in plan order: index names, "seq scan <table>", "tid scan <table>".
+  std::string indexes;
   std::string plan;     // the plan, rendered for a failure message
   std::map<std::string, int64_t> ctes;  // rows of each CTE, by name ("heads", "lent")
 };
@@ -87,6 +88,8 @@ void Walk(const json& node, int depth, Measure& m, int64_t& written) {
     line += " using " + path;
   } else if (type == "Seq Scan") {
     path = "seq scan " + node.value("Relation Name", "");
+  } else if (type == "Tid Scan") {
+    path = "tid scan " + node.value("Relation Name", "");
   }
   if (!path.empty() && (", " + m.indexes + ",").find(", " + path + ",") == std::string::npos) {
     m.indexes += m.indexes.empty() ? path : ", " + path;

@@ -32,10 +32,12 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- cheaper, and with statistics taken when the table held no available row (a big table of
 -- finished jobs, re-analyzed only after a tenth of it changes) jobs_claim won: the whole
 -- queue's available range read once per row, 360 buffers and 1.3 ms a row beside 1,000,000
--- finished jobs (issue 34). A row updated since the scan read it (another node claimed it, a
--- snooze moved it) has a newer version elsewhere: locking follows the update chain to it and
--- checks `state = 'available'` on it again, as the lock by id did, so a row another node took
--- is skipped.
+-- finished jobs (issue 34). A row updated since the statement's snapshot (another node claimed
+-- it, a snooze moved it) has a newer version elsewhere: locking follows the update chain to it,
+-- and the recheck of `ctid = w.ctid` on that version fails, so the row is skipped whatever its
+-- state now, and waits for the next claim (tried with a concurrent update committed between a
+-- scan and its lock). So every row locked here is the version the snapshot saw, unchanged, and
+-- its ctid is where the claim's update reaches it, the same way.
 SELECT d.*
     FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
@@ -44,7 +46,7 @@ SELECT d.*
            ORDER BY k.scheduled_at, k.id
            LIMIT $2 + $14::int) AS w
    CROSS JOIN LATERAL (
-         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
            FROM bulkhead.jobs j
           WHERE j.ctid = w.ctid AND j.state = 'available'
             FOR UPDATE SKIP LOCKED) AS d
@@ -64,7 +66,7 @@ SELECT d.*
                                                  WHERE $9 - n < {{tenant_room}}))
 
 -- fragment: within_caps(rows)
--- The rows of the CTE `rows` (id, channel_id, tenant_id, priority, scheduled_at) that the caps
+-- The rows of the CTE `rows` (id, channel_id, tenant_id, priority, scheduled_at, ctid) that the caps
 -- let one claim take: ranked per channel and per tenant in claim order after what this node
 -- already runs (flying, tenant_flying), at most each channel's window ($10, or the first
 -- window $11 for a channel not in flight here) and cap ($8), and each tenant's cap ($9).
@@ -119,7 +121,7 @@ SELECT next.*
            ORDER BY h.priority, turn, h.scheduled_at, h.channel_id
            LIMIT $12) AS g
    CROSS JOIN LATERAL (
-         SELECT j.id
+         SELECT j.id, j.ctid
            FROM bulkhead.jobs j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
@@ -285,7 +287,7 @@ WITH RECURSIVE flying AS (
            ORDER BY d.priority, d.turn, d.scheduled_at, d.channel_id
            LIMIT $2) AS g
    CROSS JOIN LATERAL (
-         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
            FROM bulkhead.jobs j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
@@ -297,7 +299,7 @@ WITH RECURSIVE flying AS (
   SELECT DISTINCT ON (id) *
     FROM (SELECT * FROM windows UNION ALL SELECT * FROM spread) AS u
 ), picked AS (
-  SELECT k.id, k.channel_id
+  SELECT k.id, k.channel_id, k.ctid
     FROM ({{within_caps(candidates)}}) AS k
    ORDER BY k.priority, k.scheduled_at, k.id
    LIMIT $2
@@ -306,7 +308,10 @@ WITH RECURSIVE flying AS (
   -- and tenants held only by their cap, up to the lending budget $12 less what was picked.
   {{lend}}
 ), claiming AS (
-  SELECT id FROM picked UNION ALL SELECT id FROM lent
+  -- Each row with the ctid of the version this statement locked, which nothing else can change
+  -- before the update below: the update reaches it by a TID scan, one heap page a row. By `id`
+  -- it went through jobs_pkey, three or four more buffers a row beside a big history.
+  SELECT ctid FROM picked UNION ALL SELECT ctid FROM lent
 ), claimed AS (
   UPDATE bulkhead.jobs AS j
      SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
@@ -316,7 +321,7 @@ WITH RECURSIVE flying AS (
          attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
     FROM claiming, bulkhead.channels AS ch,
          LATERAL (SELECT {{flowing}}) AS flow(ok)
-   WHERE j.id = claiming.id AND ch.id = j.channel_id
+   WHERE j.ctid = claiming.ctid AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
             ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until
 ), seen AS (
