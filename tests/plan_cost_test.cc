@@ -67,7 +67,7 @@ struct Measure {
   int64_t rows = 0;
   // The access paths in plan order: index names, "seq scan <table>", "tid scan <table>".
   std::string indexes;
-  std::string plan;     // the plan, rendered for a failure message
+  std::string plan;                     // the plan, rendered for a failure message
   std::map<std::string, int64_t> ctes;  // rows of each CTE, by name ("heads", "lent")
 };
 
