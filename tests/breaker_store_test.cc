@@ -64,7 +64,8 @@ class BreakerStoreTest : public DatabaseTest {
   int64_t other_ = 0;
 };
 
-TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
+// A backlog within the batch moves with the state in one statement (ADR 0002, ADR 0017).
+TEST_F(BreakerStoreTest, OpeningParksAWaitingBacklogWithinTheBatchInOneStatement) {
   Enqueue(channel_, 10000);
   Enqueue(channel_, 5, "now() + interval '1 hour'");  // retries waiting: parked too
   Enqueue(other_, 3);
@@ -79,7 +80,7 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
   auto counter = Connect();  // count only what the store's connection runs
   AllStores open_store(*counter);
   Exec("SELECT pg_stat_statements_reset()");
-  BreakerTransition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row");
+  BreakerTransition t = open_store.OpenBreaker(channel_, 30000, "5 failures in a row", 20000);
   // Exactly one statement ran besides BEGIN and COMMIT: the state change and the park together.
   EXPECT_EQ(
       QueryValue<std::string>(db(),
@@ -102,6 +103,45 @@ TEST_F(BreakerStoreTest, OpeningParksTheWholeWaitingBacklogInOneStatement) {
                                     "FROM bulkhead.channels WHERE id = " +
                                         std::to_string(channel_)),
             "5 failures in a row 1 00:00:30");
+}
+
+// A backlog over the batch: the opening parks a batch, ParkBacklog the rest while the breaker
+// stays open (waiting retries and priority 2 too), and nothing once the channel flows again;
+// the close unparks a batch, UnparkBacklog the rest while the channel flows (ADR 0017).
+TEST_F(BreakerStoreTest, ABacklogOverTheBatchMovesInBatchesWhileTheStateHolds) {
+  Enqueue(channel_, 250);
+  Enqueue(channel_, 5, "now() + interval '1 hour'");
+  Enqueue(other_, 3);
+  Exec(
+      "UPDATE bulkhead.jobs SET priority = 2 WHERE id IN (SELECT id FROM bulkhead.jobs "
+      "WHERE state = 'available' ORDER BY id LIMIT 10)");
+  AllStores store(db());
+  BreakerTransition t = store.OpenBreaker(channel_, 30000, "5 failures in a row", 100);
+  EXPECT_TRUE(t.done);
+  EXPECT_EQ(t.jobs, 100);
+  EXPECT_EQ(Count(channel_, "available"), 155);
+  EXPECT_EQ(store.ParkBacklog(channel_, 100), 100);
+  EXPECT_EQ(store.ParkBacklog(channel_, 100), 55);
+  EXPECT_EQ(store.ParkBacklog(channel_, 100), 0);
+  EXPECT_EQ(Count(channel_, "parked", " AND priority = 3"), 255);
+  EXPECT_EQ(Count(other_, "available"), 3);
+  EXPECT_EQ(store.UnparkBacklog(channel_, 100), 0);  // still open: the backlog stays parked
+
+  // Half-open with a probe that answered: the close returns a batch, UnparkBacklog the rest.
+  const int64_t probe = QueryValue<int64_t>(
+      db(), "SELECT min(id) FROM bulkhead.jobs WHERE channel_id = " + std::to_string(channel_));
+  Exec("UPDATE bulkhead.channels SET breaker_state = 'half_open', breaker_probe_job = " +
+       std::to_string(probe) + " WHERE id = " + std::to_string(channel_));
+  EXPECT_EQ(store.ParkBacklog(channel_, 100), 0);  // nothing available to park meanwhile
+  t = store.CloseBreaker(channel_, probe, 100);
+  EXPECT_TRUE(t.done);
+  EXPECT_EQ(t.jobs, 100);
+  EXPECT_EQ(store.ParkBacklog(channel_, 100), 0);  // closed: what came back stays available
+  EXPECT_EQ(store.UnparkBacklog(channel_, 100), 100);
+  EXPECT_EQ(store.UnparkBacklog(channel_, 100), 55);
+  EXPECT_EQ(store.UnparkBacklog(channel_, 100), 0);
+  EXPECT_EQ(Count(channel_, "available"), 255);
+  EXPECT_EQ(Breaker(channel_), "closed");
 }
 
 // Issue 16.6, migration 0005: the payload's rule runs when a payload is written, not on every

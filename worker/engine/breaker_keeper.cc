@@ -21,7 +21,10 @@ BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
 }  // namespace
 
 BreakerKeeper::BreakerKeeper(Options options)
-    : options_(std::move(options)), tiers_(options_.tiers), store_(options_.database) {
+    : options_(std::move(options)),
+      tiers_(options_.tiers),
+      store_(options_.database),
+      batch_(std::max<int64_t>(options_.backlog_batch, 1)) {
   for (const auto& tier : options_.tiers) {
     boards_.emplace(tier.name, std::make_unique<BreakerBoard>(BoardSettings(tier)));
   }
@@ -88,31 +91,47 @@ void BreakerKeeper::Learn(const std::string& payload) {
 
 void BreakerKeeper::Run() {
   ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
+  // Due timers and queued requests take turns: neither a long queue (a backlog moving batch by
+  // batch) nor timers that keep failing can hold the other up.
+  bool timers_next = true;
   std::unique_lock lock(mu_);
   while (!stop_) {
     auto now = std::chrono::steady_clock::now();
     auto next_timer = std::min({next_slow_check_, next_expire_, next_reconcile_});
-    if (queue_.empty() && now < next_timer) {
+    const bool timers_due = now >= next_timer;
+    if (queue_.empty() && !timers_due) {
       cv_.wait_until(lock, next_timer, [&] { return stop_ || !queue_.empty(); });
       continue;
     }
     bool ok = true;
-    if (!queue_.empty()) {
-      Request request = queue_.front();
-      lock.unlock();
-      ok = Execute(request);
-      lock.lock();
-      if (ok) {
-        queue_.pop_front();
-        if (request.kind == Request::kOpen) open_requested_.erase(request.channel);
-      }
-    } else {
+    if (timers_due && (timers_next || queue_.empty())) {
+      timers_next = false;
       lock.unlock();
       ok = Maintain(now);
       lock.lock();
+    } else {
+      timers_next = true;
+      Request request = std::move(queue_.front());
+      queue_.pop_front();
+      std::vector<Request> next;
+      lock.unlock();
+      ok = Execute(request, next);
+      lock.lock();
+      if (!ok) {
+        queue_.push_back(std::move(request));  // after the others
+      } else if (request.kind == Request::kOpen) {
+        open_requested_.erase(request.channel);
+      }
+      for (auto& follow_up : next) queue_.push_back(std::move(follow_up));
     }
     if (ok) {
       backoff.Reset();
+      continue;
+    }
+    if (halved_) {
+      // The batch did not fit in the statement timeout and is smaller now: the database is
+      // there, so try again at once rather than after a reconnect's backoff.
+      halved_ = false;
       continue;
     }
     store_.Reset();
@@ -124,23 +143,32 @@ void BreakerKeeper::Count(const std::string& tier, std::string_view to, int64_t 
                           int64_t transitions) {
   if (!options_.metrics) return;
   const Metrics::Tier& m = options_.metrics->ForTier(tier);
-  (to == "open" ? m.transitions_open : m.transitions_closed)
-      ->Increment(static_cast<double>(transitions));
+  if (transitions > 0) {
+    (to == "open" ? m.transitions_open : m.transitions_closed)
+        ->Increment(static_cast<double>(transitions));
+  }
   if (parked > 0) m.parked->Increment(static_cast<double>(parked));
 }
 
-bool BreakerKeeper::Execute(const Request& request) {
+bool BreakerKeeper::Execute(const Request& request, std::vector<Request>& next) {
   const TierOptions tier = Tier(request.tier);
   auto failed = [&](const std::exception& e) {
-    Log(LogLevel::kWarn, "breaker_transition_failed",
-        {{"tier", tier.name},
-         {"channel", request.channel},
-         {"sqlstate", SqlState(e)},
-         {"error", FirstLine(e.what())}});
+    const std::string sqlstate = SqlState(e);
+    nlohmann::json fields = {{"tier", tier.name},
+                             {"channel", request.channel},
+                             {"sqlstate", sqlstate},
+                             {"error", FirstLine(e.what())}};
+    if (sqlstate == "57014" && batch_ > kMinBatch) {
+      // Cancelled, by the statement timeout most likely: the batch did not fit in it.
+      batch_ = std::max(batch_ / 2, kMinBatch);
+      halved_ = true;
+      fields["batch"] = batch_;
+    }
+    Log(LogLevel::kWarn, "breaker_transition_failed", fields);
     return false;
   };
   try {
-    Transition(tier, request);
+    Transition(tier, request, next);
     return true;
   } catch (const std::exception& e) {
     if (!IsDataFailure(e)) return failed(e);
@@ -153,7 +181,7 @@ bool BreakerKeeper::Execute(const Request& request) {
     bool recorded = false;
     std::string retry_error;
     try {
-      Transition(tier, safe);
+      Transition(tier, safe, next);
       recorded = true;
     } catch (const std::exception& again) {
       if (!IsDataFailure(again)) return failed(again);  // the database went: stays queued
@@ -166,7 +194,9 @@ bool BreakerKeeper::Execute(const Request& request) {
     nlohmann::json fields = {
         {"tier", tier.name},
         {"channel", request.channel},
-        {"request", request.kind == Request::kOpen ? "open" : "probe_answer"},
+        {"request", request.kind == Request::kOpen          ? "open"
+                    : request.kind == Request::kProbeAnswer ? "probe_answer"
+                                                            : "backlog_batch"},
         {"probe_job", request.job},
         {"sqlstate", sqlstate},
         {"error", FirstLine(e.what())},
@@ -183,37 +213,59 @@ bool BreakerKeeper::Execute(const Request& request) {
   }
 }
 
-void BreakerKeeper::Transition(const TierOptions& tier, const Request& request) {
+void BreakerKeeper::FollowUp(const Request& request, Request::Kind kind, int64_t moved,
+                             int64_t jobs, std::vector<Request>& next) {
+  if (jobs >= batch_) {
+    Request rest{kind, request.tier, request.channel, 0, false, "", moved};
+    next.push_back(std::move(rest));
+  } else if (request.kind == kind) {  // the last batch of a backlog moved in several
+    Log(LogLevel::kInfo,
+        kind == Request::kParkRest ? "breaker_backlog_parked" : "breaker_backlog_unparked",
+        {{"tier", request.tier}, {"channel", request.channel}, {"jobs", moved}});
+  }
+}
+
+void BreakerKeeper::Transition(const TierOptions& tier, const Request& request,
+                               std::vector<Request>& next) {
   BreakerStore& store = store_.Get();
-  if (request.kind == Request::kOpen) {
-    BreakerTransition t = store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail);
-    if (t.done) {
+  switch (request.kind) {
+    case Request::kOpen: {
+      BreakerTransition t =
+          store.OpenBreaker(request.channel, tier.cooldown_ms, request.detail, batch_);
+      if (!t.done) return;
       ++opened_;
       Count(tier.name, "open", t.jobs);
       Log(LogLevel::kWarn, "breaker_opened",
           {{"tier", tier.name},
            {"channel", request.channel},
            {"parked", t.jobs},
+           {"more_to_park", t.jobs >= batch_},
            {"cooldown_ms", tier.cooldown_ms},
            {"reason", request.detail}});
+      FollowUp(request, Request::kParkRest, t.jobs, t.jobs, next);
+      return;
     }
-  } else if (request.success) {
-    BreakerTransition t = store.CloseBreaker(request.channel, request.job);
-    if (t.done) {
-      ++closed_;
-      Count(tier.name, "closed", 0);
-      board(tier.name).Learn(request.channel, true);
-      Log(LogLevel::kInfo, "breaker_closed",
-          {{"tier", tier.name},
-           {"channel", request.channel},
-           {"probe_job", request.job},
-           {"unparked", t.jobs}});
-    }
-  } else {
-    std::string reason = "probe job " + std::to_string(request.job) + " failed: " + request.detail;
-    BreakerTransition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
-                                              tier.cooldown_max_ms, reason);
-    if (t.done) {
+    case Request::kProbeAnswer: {
+      if (request.success) {
+        BreakerTransition t = store.CloseBreaker(request.channel, request.job, batch_);
+        if (!t.done) return;
+        ++closed_;
+        Count(tier.name, "closed", 0);
+        board(tier.name).Learn(request.channel, true);
+        Log(LogLevel::kInfo, "breaker_closed",
+            {{"tier", tier.name},
+             {"channel", request.channel},
+             {"probe_job", request.job},
+             {"unparked", t.jobs},
+             {"more_to_unpark", t.jobs >= batch_}});
+        FollowUp(request, Request::kUnparkRest, t.jobs, t.jobs, next);
+        return;
+      }
+      std::string reason =
+          "probe job " + std::to_string(request.job) + " failed: " + request.detail;
+      BreakerTransition t = store.ReopenBreaker(request.channel, request.job, tier.cooldown_ms,
+                                                tier.cooldown_max_ms, reason, batch_);
+      if (!t.done) return;
       ++reopened_;
       Count(tier.name, "open", t.jobs);
       Log(LogLevel::kWarn, "breaker_reopened",
@@ -221,7 +273,21 @@ void BreakerKeeper::Transition(const TierOptions& tier, const Request& request) 
            {"channel", request.channel},
            {"probe_job", request.job},
            {"parked", t.jobs},
+           {"more_to_park", t.jobs >= batch_},
            {"reason", reason}});
+      FollowUp(request, Request::kParkRest, t.jobs, t.jobs, next);
+      return;
+    }
+    case Request::kParkRest: {
+      const int64_t jobs = store.ParkBacklog(request.channel, batch_);
+      Count(tier.name, "open", jobs, 0);
+      FollowUp(request, Request::kParkRest, request.moved + jobs, jobs, next);
+      return;
+    }
+    case Request::kUnparkRest: {
+      const int64_t jobs = store.UnparkBacklog(request.channel, batch_);
+      FollowUp(request, Request::kUnparkRest, request.moved + jobs, jobs, next);
+      return;
     }
   }
 }

@@ -1,9 +1,9 @@
 // BreakerKeeper: the node's one thread that moves channel breakers in Postgres, and the owner
 // of each served tier's BreakerBoard.
 //
-// It runs the breaker's transition statements (BreakerStore): opening (with the one-statement park
-// of the backlog) when a board trips, closing (with the one-statement unpark) or re-opening
-// when this node's probe answers, and, on a timer:
+// It runs the breaker's transition statements (BreakerStore): opening when a board trips,
+// closing or re-opening when this node's probe answers, each moving the channel's state with a
+// batch of its backlog; and, on a timer:
 // - every 250 ms: each board's slow-call check, so a hanging endpoint trips without waiting
 //   for any attempt to end;
 // - every second: re-opening of this node's tiers' half-open breakers whose probe ran out of
@@ -14,9 +14,15 @@
 // Probes themselves are claimed by the queue runners, which own the worker slots.
 //
 // Requests (RequestOpen, ProbeAnswered) wait in a queue bounded by the channels in play: one
-// open request per channel at a time, one answer per probe. A request that fails on a
-// database error stays queued and is retried on a new connection after a backoff; a
-// transition another node made first is simply not made again (compare-and-set). A request
+// open request per channel at a time, one answer per probe. A transition that moved a whole
+// batch (Options::backlog_batch) queues the rest of the backlog's move behind everything else,
+// one batch a turn, so no backlog, however long, holds up another channel's transition, and
+// the timers run whenever due between requests (issue 31: one statement for 200,000 jobs
+// outlasted a 250 ms statement timeout and was retried at the front of the queue for ever).
+// A request that fails on a database error goes to the back of the queue and is retried on a
+// new connection after a backoff; a statement timeout also halves the batch (down to 100). A
+// transition another node made first is simply not made again (compare-and-set), and a batch
+// for a channel whose state moved on meanwhile moves nothing. A request
 // refused for its data (store_failure.h: its reason text, say, is one PostgreSQL cannot hold)
 // would block the queue for ever, so it is quarantined instead: made once more with its reason
 // made storable (StorableText), and dropped if even that is refused; either way logged
@@ -56,6 +62,8 @@ class BreakerKeeper {
     std::chrono::milliseconds slow_check_every{250};
     std::chrono::milliseconds expire_every{1000};
     std::chrono::milliseconds reconcile_every{5000};
+    // The most jobs one statement parks or unparks; halved on a statement timeout.
+    int64_t backlog_batch = BreakerStore::kBacklogBatch;
     // Transitions this keeper makes and the jobs they park; nullptr records nothing.
     Metrics* metrics = nullptr;
   };
@@ -65,7 +73,8 @@ class BreakerKeeper {
 
   explicit BreakerKeeper(Options options);
   // Stops the thread; requests still queued are dropped (boards and the fleet catch up: an
-  // open not made is made again by the next failures, a probe not answered expires).
+  // open not made is made again by the next failures, a probe not answered expires, and the
+  // leader parks or unparks what a backlog's batches left, ParkBehindOpen and ReconcileParked).
   ~BreakerKeeper();
   BreakerKeeper(const BreakerKeeper&) = delete;
   BreakerKeeper& operator=(const BreakerKeeper&) = delete;
@@ -94,21 +103,29 @@ class BreakerKeeper {
   uint64_t quarantined() const { return quarantined_.load(); }
 
  private:
+  static constexpr int64_t kMinBatch = 100;  // what statement timeouts can halve the batch to
+
   struct Request {
-    enum Kind { kOpen, kProbeAnswer } kind;
+    // kParkRest and kUnparkRest: the rest of a backlog after a transition moved a full batch.
+    enum Kind { kOpen, kProbeAnswer, kParkRest, kUnparkRest } kind;
     std::string tier;
     int64_t channel = 0;
     int64_t job = 0;  // the probe's
     bool success = false;
     std::string detail;
+    int64_t moved = 0;  // kParkRest, kUnparkRest: the backlog's jobs moved so far
   };
 
   void Run();
-  // Runs one request; false if the database failed (the request stays queued). A request
-  // refused for its data is quarantined and counts as done.
-  bool Execute(const Request& request);
-  // The request's transition. Throws the store's exceptions.
-  void Transition(const TierOptions& tier, const Request& request);
+  // Runs one request; false if the database failed (the caller queues it again). A request
+  // refused for its data is quarantined and counts as done. The rest of a backlog to move
+  // is appended to `next`.
+  bool Execute(const Request& request, std::vector<Request>& next);
+  // The request's transition or batch. Throws the store's exceptions.
+  void Transition(const TierOptions& tier, const Request& request, std::vector<Request>& next);
+  // After a transition or batch moved `jobs`: the rest of the backlog, if it filled the batch.
+  void FollowUp(const Request& request, Request::Kind kind, int64_t moved, int64_t jobs,
+                std::vector<Request>& next);
   // Counts `transitions` into the state `to` (open, closed) and the jobs they parked.
   void Count(const std::string& tier, std::string_view to, int64_t parked, int64_t transitions = 1);
   // The timers' work; false if the database failed.
@@ -132,6 +149,8 @@ class BreakerKeeper {
   std::chrono::steady_clock::time_point next_slow_check_{};
   std::chrono::steady_clock::time_point next_expire_{};
   std::chrono::steady_clock::time_point next_reconcile_{};
+  int64_t batch_;        // Options::backlog_batch, halved by statement timeouts
+  bool halved_ = false;  // the last failure halved batch_: retry without a backoff
 
   std::atomic<uint64_t> opened_{0};
   std::atomic<uint64_t> closed_{0};

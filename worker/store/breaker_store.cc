@@ -17,28 +17,42 @@ BreakerStore::BreakerStore(pqxx::connection_base& conn) : conn_(conn) {
 }
 
 BreakerTransition BreakerStore::OpenBreaker(int64_t channel, int64_t cooldown_ms,
-                                            const std::string& reason) {
+                                            const std::string& reason, int64_t batch) {
   pqxx::work tx(conn_, "open_breaker");
-  pqxx::row row = tx.exec_prepared1("open_breaker", channel, cooldown_ms, reason);
+  pqxx::row row = tx.exec_prepared1("open_breaker", channel, cooldown_ms, reason, batch);
   tx.commit();
   return TransitionFromRow(row);
 }
 
-BreakerTransition BreakerStore::CloseBreaker(int64_t channel, int64_t probe_job) {
+BreakerTransition BreakerStore::CloseBreaker(int64_t channel, int64_t probe_job, int64_t batch) {
   pqxx::work tx(conn_, "close_breaker");
-  pqxx::row row = tx.exec_prepared1("close_breaker", channel, probe_job);
+  pqxx::row row = tx.exec_prepared1("close_breaker", channel, probe_job, batch);
   tx.commit();
   return TransitionFromRow(row);
 }
 
 BreakerTransition BreakerStore::ReopenBreaker(int64_t channel, int64_t probe_job,
                                               int64_t cooldown_ms, int64_t cooldown_max_ms,
-                                              const std::string& reason) {
+                                              const std::string& reason, int64_t batch) {
   pqxx::work tx(conn_, "reopen_breaker");
-  pqxx::row row =
-      tx.exec_prepared1("reopen_breaker", channel, probe_job, cooldown_ms, cooldown_max_ms, reason);
+  pqxx::row row = tx.exec_prepared1("reopen_breaker", channel, probe_job, cooldown_ms,
+                                    cooldown_max_ms, reason, batch);
   tx.commit();
   return TransitionFromRow(row);
+}
+
+int64_t BreakerStore::ParkBacklog(int64_t channel, int64_t batch) {
+  pqxx::work tx(conn_, "park_backlog");
+  pqxx::row row = tx.exec_prepared1("park_backlog", channel, batch);
+  tx.commit();
+  return row["jobs"].as<int64_t>();
+}
+
+int64_t BreakerStore::UnparkBacklog(int64_t channel, int64_t batch) {
+  pqxx::work tx(conn_, "unpark_backlog");
+  pqxx::row row = tx.exec_prepared1("unpark_backlog", channel, batch);
+  tx.commit();
+  return row["jobs"].as<int64_t>();
 }
 
 int BreakerStore::ExpireProbes(const std::string& queue, int64_t cooldown_ms,

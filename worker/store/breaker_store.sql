@@ -5,12 +5,15 @@
 --
 -- A transition's WHERE names the state it leaves (and, for a probe's answer, the probe's job),
 -- so when several nodes try the same transition at once exactly one matches the row; the
--- others update nothing and learn the new state from the NOTIFY. The backlog moves in the same
--- statement as the state, so no crash can leave an open breaker with its backlog claimable,
--- or a closed one with its backlog parked — except through the two enqueue races the claim
--- and the reconciler repair (see Claim in claim_store.sql and ReconcileParked in
--- fleet_store.sql). The probe's own transition, open → half_open, is ClaimProbes in
--- claim_store.sql: the runner that sends the probe claims it.
+-- others update nothing and learn the new state from the NOTIFY. The backlog's first batch
+-- moves in the same statement as the state, and the rest in batches after it (ParkBacklog,
+-- UnparkBacklog), so that every statement fits in the statement timeout however long the
+-- backlog has grown (issue 31). A backlog not yet moved is never sent: the claim parks any job
+-- it picks of a channel that does not flow, and the leader parks what waits behind an open
+-- breaker and unparks what a closed one left (ParkBehindOpen, ReconcileParked in
+-- fleet_store.sql), which also repair the two enqueue races and a node that died between
+-- batches. The probe's own transition, open → half_open, is ClaimProbes in claim_store.sql:
+-- the runner that sends the probe claims it.
 --
 -- Every transition sends NOTIFY bulkhead_breakers, '<channel id> <new state>' at commit.
 
@@ -21,9 +24,10 @@ least({{base}}::float8 * power(2, least(breaker_trips, 40)), {{cap}}::float8)
   * interval '1 millisecond'
 
 -- name: OpenBreaker
--- closed → open for channel $1, parking its waiting backlog; the probe may go after $2 ms.
--- Closed → open, parking the channel's whole waiting backlog (available, at any
--- priority, due or not) in the same statement. A first opening waits the tier's base cooldown.
+-- closed → open for channel $1, parking up to $4 of its waiting jobs; the probe may go after $2 ms.
+-- Closed → open, parking the channel's waiting backlog (available, at any priority, due or not)
+-- in the same statement, up to the batch $4; `jobs` = $4 says there may be more (ParkBacklog).
+-- A first opening waits the tier's base cooldown.
 WITH opened AS (
   UPDATE bulkhead.channels
      SET breaker_state = 'open', breaker_changed_at = now(),
@@ -32,16 +36,17 @@ WITH opened AS (
    WHERE id = $1 AND breaker_state = 'closed'
   RETURNING id
 ), parked AS (
-  {{park_backlog(opened)}}
+  {{park_batch(opened, $4)}}
 )
 SELECT (SELECT count(*) FROM opened) AS done,
        (SELECT count(*) FROM parked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' open')) FROM opened) AS notified
 
 -- name: CloseBreaker
--- half_open → closed for channel $1 after probe job $2 succeeded, unparking the backlog.
--- Half_open → closed after this probe succeeded, returning the parked backlog
--- to the queue in the same statement. Unparked jobs keep priority 3 and their scheduled_at:
+-- half_open → closed for channel $1 after probe job $2 succeeded, unparking up to $3 jobs.
+-- Half_open → closed after this probe succeeded, returning the parked backlog to the queue in
+-- the same statement, up to the batch $3 (the rest: UnparkBacklog). Unparked jobs keep
+-- priority 3 and their scheduled_at:
 -- every channel's fresh deliveries (priority 1) still come first, and a retry that was
 -- waiting keeps waiting. A paused (or disabled) channel's backlog stays parked until it is
 -- resumed.
@@ -52,7 +57,7 @@ WITH closed AS (
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
   RETURNING id, paused, enabled
 ), unparked AS (
-  {{unpark_backlog(closed, closed.enabled AND NOT closed.paused)}}
+  {{unpark_batch(closed, closed.enabled AND NOT closed.paused, $3)}}
 )
 SELECT (SELECT count(*) FROM closed) AS done,
        (SELECT count(*) FROM unparked) AS jobs,
@@ -61,8 +66,8 @@ SELECT (SELECT count(*) FROM closed) AS done,
 
 -- name: ReopenBreaker
 -- half_open → open for channel $1 after probe job $2 failed, with the grown cooldown.
--- Half_open → open after this probe failed, with a longer cooldown; parks
--- whatever became available meanwhile.
+-- Half_open → open after this probe failed, with a longer cooldown; parks whatever became
+-- available meanwhile, up to the batch $6.
 WITH reopened AS (
   UPDATE bulkhead.channels
      SET breaker_state = 'open', breaker_changed_at = now(),
@@ -71,11 +76,34 @@ WITH reopened AS (
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
   RETURNING id
 ), parked AS (
-  {{park_backlog(reopened)}}
+  {{park_batch(reopened, $6)}}
 )
 SELECT (SELECT count(*) FROM reopened) AS done,
        (SELECT count(*) FROM parked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' open')) FROM reopened) AS notified
+
+-- name: ParkBacklog
+-- Parks up to $2 more waiting jobs of channel $1 while it does not flow; returns jobs.
+-- The rest of a backlog after OpenBreaker or ReopenBreaker. The channel row is read FOR SHARE:
+-- a transition in progress is waited for, and a channel that flows again by then (closed by
+-- another node, resumed) keeps its jobs.
+WITH stopped AS (
+  SELECT ch.id FROM bulkhead.channels ch WHERE ch.id = $1 AND NOT {{flowing}} FOR SHARE
+), parked AS (
+  {{park_batch(stopped, $2)}}
+)
+SELECT count(*) AS jobs FROM parked
+
+-- name: UnparkBacklog
+-- Unparks up to $2 more parked jobs of channel $1 while it flows; returns jobs.
+-- The rest of a backlog after CloseBreaker, with ParkBacklog's FOR SHARE the other way round:
+-- a channel stopped again meanwhile keeps its backlog parked. Wakes the queues it returned jobs to.
+WITH restarted AS (
+  SELECT ch.id FROM bulkhead.channels ch WHERE ch.id = $1 AND {{flowing}} FOR SHARE
+), unparked AS (
+  {{unpark_batch(restarted, true, $2)}}
+)
+SELECT (SELECT count(*) FROM unparked) AS jobs, {{wake_queues(unparked)}} AS woken
 
 -- name: ExpireProbes
 -- half_open → open for queue $1's channels whose probe ran out of time.

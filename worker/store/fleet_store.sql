@@ -220,14 +220,14 @@ SELECT (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM cleared) A
 -- only the broken channels (channels_breaker_due) and their available jobs: the channels come
 -- as an array, as in park_backlog (sql_fragments.sql), so that each is one descent of
 -- jobs_channel_available whatever the statistics say; as a join it read every channel's
--- available jobs every second (27 buffers a job beside a burst, issue 34).
-WITH parked AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-   WHERE j.channel_id = ANY (ARRAY(SELECT ch.id FROM bulkhead.channels ch
-                                    WHERE ch.breaker_state <> 'closed'))
-     AND j.state = 'available'
-  RETURNING j.channel_id
+-- available jobs every second (27 buffers a job beside a burst, issue 34). At most 5,000 jobs a
+-- round, as a breaker transition's batch (park_batch), so the leader's statement fits in the
+-- statement timeout however much has slipped in or a keeper that died left behind; the next
+-- rounds take the rest.
+WITH broken AS (
+  SELECT ch.id FROM bulkhead.channels ch WHERE ch.breaker_state <> 'closed'
+), parked AS (
+  {{park_batch(broken, 5000)}}
 )
 SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
 
@@ -239,6 +239,7 @@ SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
 -- A skip scan over jobs_parked finds the channels that have parked jobs at one index probe
 -- per such channel, so the cost does not grow with the number of parked rows. The channel row
 -- is locked SKIP LOCKED: a channel in the middle of a transition is left for the next round.
+-- At most 5,000 jobs a round, for ParkBehindOpen's reason.
 WITH RECURSIVE parked_channel(id) AS (
   (SELECT j.channel_id FROM bulkhead.jobs j
     WHERE j.state = 'parked' ORDER BY j.channel_id LIMIT 1)
@@ -253,7 +254,7 @@ WITH RECURSIVE parked_channel(id) AS (
    WHERE {{flowing}}
      FOR NO KEY UPDATE OF ch SKIP LOCKED
 ), unparked AS (
-  {{unpark_backlog(stranded, true)}}
+  {{unpark_batch(stranded, true, 5000)}}
 )
 SELECT (SELECT count(*) FROM unparked) AS jobs,
        (SELECT count(DISTINCT channel_id) FROM unparked) AS channels,

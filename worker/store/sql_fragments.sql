@@ -54,6 +54,50 @@ UPDATE bulkhead.jobs AS j
      AND j.state = 'parked'
   RETURNING j.channel_id, j.queue
 
+-- fragment: park_batch(changed, batch)
+-- park_backlog for at most `batch` jobs: the breaker's transitions and the leader's repair, which
+-- must each fit in the connection's statement timeout however long the channel's backlog has
+-- grown (issue 31: 200,000 jobs took about a second, and an open under a 250 ms timeout was
+-- cancelled for ever). The jobs are chosen first, each channel's in jobs_channel_available's
+-- order: with that ORDER BY the index hands the rows over already sorted, where a seq scan
+-- would have to sort every waiting job first, so no statistics make one look cheaper (with
+-- `channel_id = ANY(…)` and a LIMIT alone, fresh statistics chose a seq scan of the whole
+-- table to find 50 jobs). Then they are updated by ctid, a TID scan: the version the
+-- statement's snapshot saw waiting.
+-- A job updated since (claimed) fails the ctid's recheck and is left, as it is no longer
+-- waiting. The update names no state of its own: `j.state = 'available'` there let the planner
+-- read the ctids' rows through jobs_channel_available, whose predicate it implies, and with
+-- statistics from before a burst it scanned the whole index for them (8,186 buffers for 50
+-- jobs beside 60,000 available, tests/plan_cost_test.cc). A batch that comes back full means
+-- there may be more: the caller moves the rest with more batches.
+UPDATE bulkhead.jobs AS j
+     SET state = 'parked', priority = 3
+   WHERE j.ctid = ANY (ARRAY(
+           SELECT k.ctid FROM {{changed}}
+            CROSS JOIN LATERAL (
+                  SELECT k.ctid FROM bulkhead.jobs k
+                   WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
+                   ORDER BY k.priority, k.scheduled_at, k.id
+                   LIMIT {{batch}}) AS k
+            LIMIT {{batch}}))
+  RETURNING j.channel_id
+
+-- fragment: unpark_batch(changed, condition, batch)
+-- unpark_backlog for at most `batch` jobs of the channels of `changed` where `condition` holds,
+-- chosen in jobs_parked's order and updated by ctid, as park_batch.
+UPDATE bulkhead.jobs AS j
+     SET state = 'available'
+   WHERE j.ctid = ANY (ARRAY(
+           SELECT k.ctid FROM {{changed}}
+            CROSS JOIN LATERAL (
+                  SELECT k.ctid FROM bulkhead.jobs k
+                   WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
+                   ORDER BY k.scheduled_at, k.id
+                   LIMIT {{batch}}) AS k
+            WHERE {{condition}}
+            LIMIT {{batch}}))
+  RETURNING j.channel_id, j.queue
+
 -- fragment: wake_queues(moved)
 -- NOTIFY bulkhead_jobs once per queue that got jobs back (the CTE `moved`, with a `queue`
 -- column), so the nodes serving it claim now rather than at their next poll.
