@@ -22,6 +22,7 @@
 #include "claim_store.h"
 #include "completion_writer.h"
 #include "database_test.h"
+#include "fleet_store.h"
 #include "http_receiver.h"
 #include "http_sender.h"
 #include "network_guard.h"
@@ -280,6 +281,74 @@ TEST_F(QueueRunnerTest, ARequestInFlightAtAStopIsHandedBackWithItsAttemptNotSpen
   EXPECT_EQ(runner_->in_flight(), 0u);
   EXPECT_EQ(Job(job, "state"), "available");
   EXPECT_EQ(Job(job, "attempt"), "0");
+}
+
+// Issue 31, defect 2. After a database outage longer than the lease, the leader (this very node,
+// re-elected) rescues the node's own jobs before its heartbeat lands, and the runner claims one
+// again while its first request is still in flight. The request on the wire answers for the new
+// attempt: the job is not sent twice, counted in the caps once, and completes. Before, the
+// second claim sent it again and counted it again, the first answer was dropped, and the
+// channel's and tenant's counts stayed one too high for the life of the process.
+TEST_F(QueueRunnerTest, AJobRescuedWhileItsAttemptIsInFlightHereIsNeitherSentNorCountedTwice) {
+  HttpReceiver receiver([](const testing::ReceivedRequest&) {
+    Reply reply;
+    reply.delay = milliseconds(1500);
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/slow"));
+  Start();
+  WaitForFirstClaim();
+  const int64_t job = Enqueue(channel);
+  runner_->Wake();
+  ASSERT_TRUE(receiver.WaitForRequests(1, seconds(10)));
+  // This node has no lease row: the rescue takes it for lost.
+  FleetStore fleet(db());
+  ASSERT_EQ(fleet.RescueLost().jobs, 1);
+  ASSERT_EQ(Job(job, "state"), "available");
+  runner_->Wake();
+  ASSERT_TRUE(WaitFor("attempt = 2 FROM bulkhead.jobs WHERE id = " + std::to_string(job)));
+  EXPECT_EQ(runner_->channel_in_flight(channel), 1);
+  EXPECT_EQ(runner_->tenant_in_flight(tenant_), 1);
+
+  ASSERT_TRUE(WaitFor("state = 'completed' FROM bulkhead.jobs WHERE id = " + std::to_string(job)));
+  Settled();
+  EXPECT_EQ(receiver.request_count(), 1u);
+  EXPECT_EQ(runner_->in_flight(), 0u);
+  EXPECT_EQ(runner_->channel_in_flight(channel), 0);
+  EXPECT_EQ(runner_->tenant_in_flight(tenant_), 0);
+  EXPECT_EQ(Job(job, "attempt"), "2");
+}
+
+// Issue 31, defect 3. The board trips a failing channel at once, but the keeper's open commits
+// only later: here it waits for a lock another session holds on the channel's row, as it would
+// behind a long transition. Meanwhile the channel reads closed in the database, and the runner
+// handed its jobs back as it claimed them. With no ledger entry for the channel it counted
+// itself below its caps and claimed them again at once: claim and hand back in a tight loop for
+// as long as the open took. Now a channel the board knows open is left out of the claims.
+TEST_F(QueueRunnerTest, AChannelTheBoardTrippedIsNotClaimedWhileItsOpenIsUnderWay) {
+  HttpReceiver receiver([](const testing::ReceivedRequest&) {
+    Reply reply;
+    reply.status = 500;
+    return reply;
+  });
+  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/fail"));
+  for (int i = 0; i < 50; ++i) Enqueue(channel);
+  auto holder = Connect();
+  pqxx::work hold(*holder);
+  hold.exec("SELECT 1 FROM bulkhead.channels WHERE id = " + std::to_string(channel) +
+            " FOR UPDATE");
+  tier_.failure_threshold = 5;
+  Start();
+  // Five failures trip the board; the keeper's open waits for the lock.
+  ASSERT_TRUE(receiver.WaitForRequests(5, seconds(10)));
+  std::this_thread::sleep_for(milliseconds(300));  // the hand-backs of the claims after the trip
+  const uint64_t before = runner_->claims();
+  std::this_thread::sleep_for(seconds(1));
+  const uint64_t during = runner_->claims() - before;
+  EXPECT_LE(during, 5u) << "claims in the second the open waited";
+  hold.abort();
+  ASSERT_TRUE(WaitFor("breaker_state = 'open' FROM bulkhead.channels WHERE id = " +
+                      std::to_string(channel)));
 }
 
 }  // namespace

@@ -282,6 +282,20 @@ void QueueRunner::Run() {
   answers_.Close(std::chrono::steady_clock::now());
 }
 
+void QueueRunner::LeaveOut(ClaimLimits& limits, int64_t channel) {
+  auto& flying = limits.channels_in_flight;
+  auto it = std::find_if(flying.begin(), flying.end(),
+                         [&](const auto& entry) { return entry.first == channel; });
+  if (it != flying.end()) {
+    it->second = std::max(it->second, limits.channel_cap);
+    return;
+  }
+  // A new entry: at its cap, with the cap for its window and nothing to lend it.
+  flying.emplace_back(channel, limits.channel_cap);
+  if (!limits.channel_windows.empty()) limits.channel_windows.push_back(limits.channel_cap);
+  if (!limits.lend_windows.empty()) limits.lend_windows.push_back(0);
+}
+
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* taken,
                                                     bool* lending_withheld) {
   // Made on the first failure only: seeding one from std::random_device on every claim was
@@ -297,6 +311,8 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
         caps_.Forget(std::chrono::steady_clock::now());
         limits = caps_.Limits(limit);
       }
+      std::erase_if(handed_back_open_, [&](int64_t channel) { return !board_.KnownOpen(channel); });
+      for (int64_t channel : handed_back_open_) LeaveOut(limits, channel);
       const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
@@ -374,6 +390,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   std::erase_if(jobs, [&](const ClaimedJob& job) {
     if (job.probe || !board_.KnownOpen(job.channel_id)) return false;
     held.push_back({job.id, job.attempt});
+    handed_back_open_.insert(job.channel_id);
     return true;
   });
   if (!held.empty()) {
@@ -392,10 +409,25 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   {
     // Register before sending, so that the callback always finds its job.
     std::lock_guard lock(mu_);
-    for (const auto& job : jobs) {
-      in_flight_.emplace(
-          job.id, InFlight{job.attempt, job.channel_id, job.tenant_id, job.probe,
+    std::erase_if(jobs, [&](const ClaimedJob& job) {
+      auto [it, inserted] = in_flight_.try_emplace(
+          job.id, InFlight{job.attempt, job.attempt, job.channel_id, job.tenant_id, job.probe,
                            job.attempt >= job.max_attempts, std::chrono::steady_clock::now()});
+      if (inserted) return false;
+      // Rescued while its request is in flight here, and claimed again by this node: that
+      // request answers for the new attempt (InFlight::sent_attempt).
+      it->second.attempt = job.attempt;
+      it->second.last_attempt = job.attempt >= job.max_attempts;
+      Log(LogLevel::kWarn, "claimed_while_in_flight",
+          {{"tier", options_.tier.name},
+           {"job", job.id},
+           {"attempt", job.attempt},
+           {"detail",
+            "rescued while its request was in flight on this node; that request answers for "
+            "this attempt, and the job is not sent again"}});
+      return true;
+    });
+    for (const auto& job : jobs) {
       CapLedger::Reached r = caps_.Add(job.channel_id, job.tenant_id);
       if (r.channel) reached.channels.emplace_back(job.channel_id, job.tenant_id);
       if (r.tenant) reached.tenants.push_back(job.tenant_id);
@@ -427,7 +459,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
                           OnOutcome(id, attempt, outcome);
                         }});
   }
-  sender_.Send(std::move(requests));
+  if (!requests.empty()) sender_.Send(std::move(requests));
   return reached;
 }
 
@@ -437,9 +469,12 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     std::lock_guard lock(mu_);
     auto it = in_flight_.find(job_id);
     // Handed back already (shutdown): the database has it as available again.
-    if (it == in_flight_.end() || it->second.attempt != attempt) return;
+    if (it == in_flight_.end() || it->second.sent_attempt != attempt) return;
     job = it->second;
   }
+  // The database's attempt, which a rescue and a claim again may have moved on from the one
+  // the request was sent as.
+  attempt = job.attempt;
   // The sender shut down before an answer: no verdict, the job stays registered for
   // HandBackInFlight().
   if (outcome.error == HttpError::kCancelled) {

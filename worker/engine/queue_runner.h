@@ -83,6 +83,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -197,7 +198,13 @@ class QueueRunner {
   BreakerBoard& board_;
 
   struct InFlight {
+    // The job's attempt in the database, under this node: what its result is written as.
     int attempt = 0;
+    // The attempt the request on the wire was sent as, which its answer carries. It differs
+    // from `attempt` only for a job rescued while in flight here and claimed again by this
+    // node (a database outage longer than the lease): the request already sent answers for
+    // the new attempt, so the job is neither sent nor counted twice (issue 31).
+    int sent_attempt = 0;
     int64_t channel = 0;
     int64_t tenant = 0;
     bool probe = false;
@@ -205,6 +212,8 @@ class QueueRunner {
     std::chrono::steady_clock::time_point sent_at{};
     bool stalled = false;  // gave its worker slot back (counted in stalled_)
   };
+  // Makes the claim of `limits` leave `channel` out, as a channel at its cap (handed_back_open_).
+  static void LeaveOut(ClaimLimits& limits, int64_t channel);
   // Slots in use: jobs in flight that have not given theirs back. Under mu_.
   int Occupied() const { return static_cast<int>(in_flight_.size()) - stalled_; }
   // Marks the requests in flight past stalled_after_ms as stalled, while the budget allows;
@@ -252,6 +261,12 @@ class QueueRunner {
   EndpointAnswers answers_;
   // Whether a wake-up's claim lends nothing (runner thread only; see news_claims.h).
   NewsClaims news_claims_;
+  // Channels whose claimed jobs Dispatch handed back because the board knows them open while
+  // the database may still read them closed (runner thread only). Each claim leaves them out,
+  // as if at their cap, until the board learns them closed again: without that the runner,
+  // below its caps for them, claimed and handed back the same jobs in a tight loop until the
+  // keeper's open committed (667 claims a second, issue 31).
+  std::set<int64_t> handed_back_open_;
 
   std::thread thread_;  // started last
 };
