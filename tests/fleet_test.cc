@@ -167,6 +167,35 @@ TEST_F(FleetTest, ALiveNodeReturnsItsStrandedJobsUnspentButNotThoseItHoldsNorFre
   for (const auto& job : again) EXPECT_EQ(job.attempt, 1);
 }
 
+// Issue 31, defect 4. A claim that waited behind a lock stamped its jobs with the time its
+// transaction began, so the stranded sweep, run just after it committed and before the runner
+// had registered them, took them for a claim lost long ago and put them back while they were
+// being sent. Stamped when each row is claimed, they are as young as the claim's commit.
+TEST_F(FleetTest, AClaimThatWaitedBehindALockIsNotTakenForStranded) {
+  const int64_t ch = Channel();
+  Enqueue(ch, 2);
+  Exec("INSERT INTO bulkhead.nodes (name, lease_until) VALUES ('node-a', now() + interval '1 h')");
+  auto conn = Connect();
+  AllStores claimer_store(*conn);
+  // A runner's connection has its claim prepared and planned already: the wait is then the
+  // claim's own, inside its transaction, not the prepare's before it.
+  ASSERT_EQ(claimer_store.Claim("default", 0, "node-a").size(), 0u);
+  auto holder = Connect();
+  pqxx::work hold(*holder);
+  hold.exec("LOCK TABLE bulkhead.jobs IN EXCLUSIVE MODE");  // the claim waits for it
+  std::vector<ClaimedJob> jobs;
+  std::thread claimer([&] { jobs = claimer_store.Claim("default", 2, "node-a"); });
+  std::this_thread::sleep_for(milliseconds(1500));
+  hold.commit();
+  claimer.join();
+  ASSERT_EQ(jobs.size(), 2u);
+  // The sweep runs before the runner has registered the claim (it holds nothing yet), with a
+  // guard of one second, shorter than the claim's wait.
+  AllStores store(db());
+  EXPECT_EQ(store.ReturnStranded("node-a", {}, 1'000).jobs, 0);
+  EXPECT_EQ(Count("state = 'executing' AND attempted_by = 'node-a'"), 2);
+}
+
 TEST_F(FleetTest, OneSessionLeadsAndTheLeadershipEndsWithItsConnection) {
   auto a = Connect();
   auto b = Connect();

@@ -348,6 +348,24 @@ TEST(HttpSender, AHangingEndpointTimesOut) {
   EXPECT_EQ(receiver.request_count(), 1u);
 }
 
+// Issue 31, defect 7: libcurl 8.10.0–8.11.0 did not call the timer callback again after a
+// timeout action that came early, and a sender that waited for that call left its requests
+// without a timeout. With the timer early and those calls dropped, a hanging request must
+// still time out.
+TEST(HttpSender, AHangingEndpointTimesOutWhenAnEarlyTimerIsNotReArmedByLibcurl) {
+  HttpReceiver receiver(Hang);
+  HttpSender::Options options = Loopback();
+  options.early_timer_without_rearm = true;
+  HttpSender sender(options);
+  HttpRequest request = Post(receiver.Url("/hang"));
+  request.request_timeout = 200ms;
+
+  HttpOutcome outcome = SendAndWait(sender, request);
+
+  EXPECT_EQ(outcome.error, HttpError::kTimeout) << outcome.error_text;
+  EXPECT_LT(outcome.duration, 5s);
+}
+
 TEST(HttpSender, AHugeBodyIsCutAtTheCapAndStillDelivered) {
   HttpReceiver receiver([](const ReceivedRequest&) {
     Reply reply;

@@ -69,6 +69,11 @@ void BreakerKeeper::RequestOpen(const std::string& tier, BreakerBoard::Trip trip
   cv_.notify_one();
 }
 
+bool BreakerKeeper::OpenPending(int64_t channel) const {
+  std::lock_guard lock(mu_);
+  return open_requested_.count(channel) > 0;
+}
+
 void BreakerKeeper::ProbeAnswered(const std::string& tier, int64_t channel, int64_t job,
                                   bool success, const std::string& detail) {
   {

@@ -92,6 +92,10 @@ class BreakerKeeper {
   void ProbeAnswered(const std::string& tier, int64_t channel, int64_t job, bool success,
                      const std::string& detail);
 
+  // Whether an open of `channel` is queued or under way here (RequestOpen, not yet made or
+  // found made by another node).
+  bool OpenPending(int64_t channel) const;
+
   // A NOTIFY bulkhead_breakers payload: "<channel id> <state>". Unknown payloads are ignored.
   void Learn(const std::string& payload);
 
@@ -136,7 +140,7 @@ class BreakerKeeper {
   const Options options_;
   std::map<std::string, std::unique_ptr<BreakerBoard>> boards_;  // the map itself is constant
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
   std::vector<TierOptions> tiers_;  // current settings (Reconfigure)

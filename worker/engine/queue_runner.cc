@@ -311,7 +311,8 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
         caps_.Forget(std::chrono::steady_clock::now());
         limits = caps_.Limits(limit);
       }
-      std::erase_if(handed_back_open_, [&](int64_t channel) { return !board_.KnownOpen(channel); });
+      std::erase_if(handed_back_open_,
+                    [&](int64_t channel) { return !keeper_.OpenPending(channel); });
       for (int64_t channel : handed_back_open_) LeaveOut(limits, channel);
       const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;

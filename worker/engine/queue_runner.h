@@ -263,9 +263,10 @@ class QueueRunner {
   NewsClaims news_claims_;
   // Channels whose claimed jobs Dispatch handed back because the board knows them open while
   // the database may still read them closed (runner thread only). Each claim leaves them out,
-  // as if at their cap, until the board learns them closed again: without that the runner,
+  // as if at their cap, while the keeper's open of them is pending: without that the runner,
   // below its caps for them, claimed and handed back the same jobs in a tight loop until the
-  // keeper's open committed (667 claims a second, issue 31).
+  // open committed (667 claims a second, issue 31). Once it has, the claim parks whatever of
+  // them it picks (a hand-back that crossed the opening), as for any channel that is open.
   std::set<int64_t> handed_back_open_;
 
   std::thread thread_;  // started last

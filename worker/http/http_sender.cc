@@ -408,6 +408,10 @@ int HttpSender::OnSocket(CURL*, curl_socket_t socket, int what, void* sender, vo
 
 int HttpSender::OnTimer(CURLM*, long timeout_ms, void* sender) {
   auto* self = static_cast<HttpSender*>(sender);
+  if (self->options_.early_timer_without_rearm) {
+    if (self->in_timeout_action_) return 0;
+    timeout_ms /= 2;
+  }
   self->timer_due_ = timeout_ms < 0 ? Clock::time_point::max()
                                     : Clock::now() + std::chrono::milliseconds(timeout_ms);
   return 0;
@@ -450,7 +454,19 @@ void HttpSender::Run() {
     // are due whatever the sockets did: a busy loop must not starve them.
     if (Clock::now() >= timer_due_) {
       timer_due_ = Clock::time_point::max();  // one-shot: OnTimer sets the next one
+      in_timeout_action_ = true;
       curl_multi_socket_action(multi_.get(), CURL_SOCKET_TIMEOUT, 0, &running);
+      in_timeout_action_ = false;
+      // No timer call during the action: ask libcurl when it wants the next one. libcurl
+      // 8.10.0–8.11.0 made no call after an action that came early (before its deadline), and
+      // a one-shot timer left unset would never fire again for a request whose socket stays
+      // silent: a hanging endpoint held its slot for ever (issue 31).
+      if (timer_due_ == Clock::time_point::max()) {
+        long next_ms = -1;
+        if (curl_multi_timeout(multi_.get(), &next_ms) == CURLM_OK && next_ms >= 0) {
+          timer_due_ = Clock::now() + std::chrono::milliseconds(next_ms);
+        }
+      }
     }
     FinishDone();
   }

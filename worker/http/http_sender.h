@@ -139,6 +139,11 @@ class HttpSender {
     // Verify the HTTPS peer's certificate chain and host name. false only for test setups
     // (NodeOptions::tls_insecure_skip_verify).
     bool tls_verify = true;
+    // Fault injection, for tests only: the timer fires at half the time libcurl asked for, and
+    // the calls libcurl makes to the timer callback during that timeout action are dropped —
+    // libcurl 8.10.0–8.11.0 made none after a timeout action that came early (issue 31). The
+    // sender must keep every request's timeout even so.
+    bool early_timer_without_rearm = false;
 
     // Empty when valid, else what is wrong.
     std::string Validate() const;
@@ -216,6 +221,7 @@ class HttpSender {
   std::vector<CURL*> spare_easy_;
   // When libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) next; max(): not at all.
   std::chrono::steady_clock::time_point timer_due_ = std::chrono::steady_clock::time_point::max();
+  bool in_timeout_action_ = false;  // inside curl_multi_socket_action(CURL_SOCKET_TIMEOUT)
 
   std::thread io_thread_;  // last: starts once every field above exists
 };

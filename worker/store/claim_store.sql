@@ -317,7 +317,11 @@ WITH RECURSIVE flying AS (
      SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
          priority = CASE WHEN flow.ok THEN j.priority ELSE 3 END,
          attempt = CASE WHEN flow.ok THEN j.attempt + 1 ELSE j.attempt END,
-         attempted_at = CASE WHEN flow.ok THEN now() ELSE j.attempted_at END,
+         -- clock_timestamp(), not now(): the time the row is claimed, not the time the
+         -- statement began, which a wait for a lock can put seconds earlier, enough for the
+         -- stranded sweep (ReturnStranded) to take a claim that just committed for a lost one
+         -- (issue 31).
+         attempted_at = CASE WHEN flow.ok THEN clock_timestamp() ELSE j.attempted_at END,
          attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
     FROM claiming, bulkhead.channels AS ch,
          LATERAL (SELECT {{flowing}}) AS flow(ok)
@@ -398,7 +402,8 @@ WITH due AS (
   RETURNING ch.id, pg_notify('bulkhead_breakers', ch.id || ' half_open')
 ), claimed AS (
   UPDATE bulkhead.jobs AS j
-     SET state = 'executing', attempt = j.attempt + 1, attempted_at = now(), attempted_by = $3
+     SET state = 'executing', attempt = j.attempt + 1, attempted_at = clock_timestamp(),
+         attempted_by = $3  -- clock_timestamp(): as Claim's
     FROM chosen, bulkhead.channels AS ch
    WHERE j.id = chosen.job_id AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
@@ -471,14 +476,20 @@ SELECT before.enabled AS was_enabled,
   FROM before
 
 -- name: HandBack
--- Gives node $2's claimed jobs $1 back as available, in their tenant's tier, attempt unspent.
+-- Gives node $2's claimed jobs $1 back, available (parked if stopped), attempt unspent.
 -- Claimed but not attempted (or abandoned at shutdown): back to available, the
 -- attempt not spent, so the job loses none of its retry budget. Fenced like record. Into the
 -- queue of its tenant's tier now, as record and rescue do: `tenant set-tier` moves only waiting
 -- jobs, so one in flight during the move would otherwise wait in a queue its tenant left (the
--- new tier's nodes find it at their next poll).
+-- new tier's nodes find it at their next poll). `parked` instead, priority 3, where the channel
+-- does not flow, as ReturnStranded and rescue do: a runner hands back the jobs of a channel its
+-- board has just tripped, and once the opening has committed nothing else would park them but
+-- the leader's next round (the runner leaves that channel out of its claims meanwhile).
 UPDATE bulkhead.jobs AS j
-   SET state = 'available', attempt = j.attempt - 1, queue = t.tier
-  FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint), bulkhead.tenants AS t
+   SET state = CASE WHEN {{flowing}} THEN 'available' ELSE 'parked' END,
+       priority = CASE WHEN {{flowing}} THEN j.priority ELSE 3 END,
+       attempt = j.attempt - 1, queue = t.tier
+  FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint), bulkhead.tenants AS t,
+       bulkhead.channels AS ch
  WHERE j.id = r.id AND j.state = 'executing' AND j.attempted_by = $2 AND j.attempt = r.attempt
-   AND t.id = j.tenant_id
+   AND t.id = j.tenant_id AND ch.id = j.channel_id

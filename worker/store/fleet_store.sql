@@ -49,7 +49,10 @@ RETURNING name
 -- `available` in its tenant's tier now, or `parked` if its channel does not flow (a lost
 -- probe claim's channel is half-open until expire_probes re-opens it). The age guard ($3)
 -- leaves alone a claim whose reply is still on its way to the node's runner: a claim is
--- registered in memory milliseconds after it commits, far inside the guard. Read on
+-- registered in memory milliseconds after it commits, far inside the guard. The claim stamps
+-- attempted_at with the time each row is claimed (clock_timestamp()), so a claim that waited
+-- behind a lock is as young as its commit; stamped with its statement's start, it was taken
+-- for stranded while it was being sent (issue 31). Read on
 -- jobs_executing (attempted_by).
 WITH stranded AS (
   UPDATE bulkhead.jobs AS j
