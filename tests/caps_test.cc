@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -356,6 +357,74 @@ TEST_F(CapsTest, TheSkipScanVisitsAtMostItsBoundAndTheNextClaimGoesOnFromWhereIt
   EXPECT_TRUE(windows.stopped);
   EXPECT_EQ(windows.last_channel, capped);
   EXPECT_EQ(windows.heads, 1);
+}
+
+// Issue 31, defect 6: channels each holding one retry hours away make the skip scan's heads
+// without ever being due. Beside one busy channel at its cap, 20,000 of them (in this tier and
+// in another) cost a claim at most its bound in heads — 64 here, not 20,000 — and the claim's
+// buffers stay within a few per head: printed, with the time (a test's run, not a benchmark).
+TEST_F(CapsTest, RetriesHoursAwayOnManyChannelsCostAClaimItsBoundInHeads) {
+  Exec("INSERT INTO bulkhead.tiers (name) VALUES ('other')");
+  const int64_t a = Tenant("a");
+  const int64_t busy = Channel(a);
+  Enqueue(busy, 200);
+  Exec(
+      "INSERT INTO bulkhead.tenants (name, tier) SELECT 'r' || g, CASE WHEN g % 2 = 0 THEN"
+      " 'default' ELSE 'other' END FROM generate_series(1, 20000) g");
+  Exec(
+      "INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, 'http://127.0.0.1:9/hook'"
+      " FROM bulkhead.tenants WHERE name LIKE 'r%'");
+  Exec(
+      "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, attempt, scheduled_at, payload)"
+      " SELECT t.tier, c.tenant_id, c.id, 1, now() + interval '3 hours', '{}'::jsonb"
+      "   FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id"
+      "  WHERE t.name LIKE 'r%'");
+  Exec("ANALYZE bulkhead.jobs");
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  limits.tenant_cap = 10;
+  limits.channels_in_flight = {{busy, 10}};
+  limits.tenants_in_flight = {{a, 10}};
+  SkipScanCursor cursor;
+  Exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+  Exec("SELECT pg_stat_statements_reset()");
+  constexpr int kClaims = 20;
+  for (int i = 0; i < kClaims; ++i) {
+    cursor.Apply(limits);
+    ClaimWindows windows;
+    EXPECT_TRUE(store.Claim("default", 20, "node-a", limits, nullptr, nullptr, &windows).empty());
+    EXPECT_TRUE(windows.stopped);
+    EXPECT_LE(windows.heads, ClaimLimits::HeadsFor(20));
+    cursor.Saw(windows);
+  }
+  const double buffers =
+      QueryValue<double>(db(),
+                         "SELECT sum(shared_blks_hit + shared_blks_read)::float8 / sum(calls) FROM"
+                         " pg_stat_statements WHERE query LIKE 'WITH RECURSIVE flying%'");
+  const double ms =
+      QueryValue<double>(db(),
+                         "SELECT sum(total_exec_time) / sum(calls) FROM pg_stat_statements"
+                         " WHERE query LIKE 'WITH RECURSIVE flying%'");
+  std::printf("a claim beside 20,000 channels of one retry 3 h away: %.0f buffers, %.2f ms\n",
+              buffers, ms);
+  EXPECT_LE(buffers, 20.0 * ClaimLimits::HeadsFor(20));
+
+  // The premise: unbounded, as before issue 34, one claim visits every one of them.
+  limits.max_heads = 1'000'000;
+  limits.heads_after_channel = 0;
+  limits.heads_after_priority = 0;
+  Exec("SELECT pg_stat_statements_reset()");
+  ClaimWindows windows;
+  EXPECT_TRUE(store.Claim("default", 20, "node-a", limits, nullptr, nullptr, &windows).empty());
+  EXPECT_GE(windows.heads, 20'000);
+  std::printf("unbounded: %d heads, %.0f buffers, %.2f ms\n", windows.heads,
+              QueryValue<double>(db(),
+                                 "SELECT sum(shared_blks_hit + shared_blks_read)::float8 FROM"
+                                 " pg_stat_statements WHERE query LIKE 'WITH RECURSIVE flying%'"),
+              QueryValue<double>(db(),
+                                 "SELECT sum(total_exec_time) FROM pg_stat_statements"
+                                 " WHERE query LIKE 'WITH RECURSIVE flying%'"));
 }
 
 // ---- Lending (ADR 0013) ----------------------------------------------------------------------
