@@ -41,6 +41,16 @@ class CapsTest : public DeliveryTest {
     return testing::CreateChannel(db(), tenant, url);
   }
 
+  // Caps of 10 a channel and 10 a tenant, with `channel` and its `tenant` at them on this node.
+  static ClaimLimits AtCap(int64_t channel, int64_t tenant) {
+    ClaimLimits limits;
+    limits.channel_cap = 10;
+    limits.tenant_cap = 10;
+    limits.channels_in_flight = {{channel, 10}};
+    limits.tenants_in_flight = {{tenant, 10}};
+    return limits;
+  }
+
   static std::map<int64_t, int> PerChannel(const std::vector<ClaimedJob>& jobs) {
     std::map<int64_t, int> n;
     for (const auto& job : jobs) ++n[job.channel_id];
@@ -93,11 +103,7 @@ TEST_F(CapsTest, AChannelAtItsCapIsLeftOutAndOthersAreClaimed) {
   Enqueue(busy, 50);
   Enqueue(quiet, 3);
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.channels_in_flight = {{busy, 10}};
-  limits.tenants_in_flight = {{a, 10}};
+  ClaimLimits limits = AtCap(busy, a);
   auto jobs = store.Claim("default", 20, "node-a", limits);
   EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{quiet, 3}}));
   // With room for 2 more, it gets exactly 2.
@@ -275,11 +281,7 @@ TEST_F(CapsTest, AShortLookAheadLeavesACappedFrontToTheSkipScanAndReportsWhatEac
   Enqueue(capped, 50);
   Enqueue(behind, 6);
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.channels_in_flight = {{capped, 10}};
-  limits.tenants_in_flight = {{a, 10}};
+  ClaimLimits limits = AtCap(capped, a);
   ClaimWindows windows;
   auto jobs = store.Claim("default", 3, "node-a", limits, nullptr, nullptr, &windows);
   EXPECT_EQ(PerChannel(jobs), (std::map<int64_t, int>{{behind, 3}}));
@@ -317,11 +319,7 @@ TEST_F(CapsTest, TheSkipScanVisitsAtMostItsBoundAndTheNextClaimGoesOnFromWhereIt
     Enqueue(trickle.back(), 1);
   }
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.channels_in_flight = {{capped, 10}};
-  limits.tenants_in_flight = {{a, 10}};
+  ClaimLimits limits = AtCap(capped, a);
   limits.look_ahead = ClaimLimits::kShortLookAhead;  // the windows see only the capped front
   ASSERT_EQ(ClaimLimits::HeadsFor(20), 64);
   SkipScanCursor cursor;
@@ -381,11 +379,7 @@ TEST_F(CapsTest, RetriesHoursAwayOnManyChannelsCostAClaimItsBoundInHeads) {
       "  WHERE t.name LIKE 'r%'");
   Exec("ANALYZE bulkhead.jobs");
   ClaimStore store(db());
-  ClaimLimits limits;
-  limits.channel_cap = 10;
-  limits.tenant_cap = 10;
-  limits.channels_in_flight = {{busy, 10}};
-  limits.tenants_in_flight = {{a, 10}};
+  ClaimLimits limits = AtCap(busy, a);
   SkipScanCursor cursor;
   Exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
   Exec("SELECT pg_stat_statements_reset()");

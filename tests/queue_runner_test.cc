@@ -113,6 +113,17 @@ class QueueRunnerTest : public testing::DatabaseTest {
     return channel;
   }
 
+  // A channel to `receiver` at `path` (in *channel), the runner started, and one job enqueued
+  // and woken for, whose request has reached the receiver; returns the job, 0 if none arrived.
+  int64_t StartAndSendOne(const HttpReceiver& receiver, const std::string& path, int64_t* channel) {
+    *channel = testing::CreateChannel(db(), tenant_, receiver.Url(path));
+    Start();
+    WaitForFirstClaim();
+    const int64_t job = Enqueue(*channel);
+    runner_->Wake();
+    return receiver.WaitForRequests(1, seconds(10)) ? job : 0;
+  }
+
   // Waits until the runner's first claim (at start, of an empty queue) has run.
   void WaitForFirstClaim() {
     testing::PollUntil([&] { return runner_->claims() >= 1u; }, seconds(10));
@@ -268,12 +279,9 @@ TEST_F(QueueRunnerTest, ARequestInFlightAtAStopIsHandedBackWithItsAttemptNotSpen
     reply.hang = true;
     return reply;
   });
-  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/hang"));
-  Start();
-  WaitForFirstClaim();
-  const int64_t job = Enqueue(channel);
-  runner_->Wake();
-  ASSERT_TRUE(receiver.WaitForRequests(1, seconds(10)));
+  int64_t channel = 0;
+  const int64_t job = StartAndSendOne(receiver, "/hang", &channel);
+  ASSERT_NE(job, 0);
   EXPECT_EQ(runner_->in_flight(), 1u);
   EXPECT_EQ(runner_->channel_in_flight(channel), 1);
   runner_->StopClaiming();
@@ -295,12 +303,9 @@ TEST_F(QueueRunnerTest, AJobRescuedWhileItsAttemptIsInFlightHereIsNeitherSentNor
     reply.delay = milliseconds(1500);
     return reply;
   });
-  const int64_t channel = testing::CreateChannel(db(), tenant_, receiver.Url("/slow"));
-  Start();
-  WaitForFirstClaim();
-  const int64_t job = Enqueue(channel);
-  runner_->Wake();
-  ASSERT_TRUE(receiver.WaitForRequests(1, seconds(10)));
+  int64_t channel = 0;
+  const int64_t job = StartAndSendOne(receiver, "/slow", &channel);
+  ASSERT_NE(job, 0);
   // This node has no lease row: the rescue takes it for lost.
   FleetStore fleet(db());
   ASSERT_EQ(fleet.RescueLost().jobs, 1);
