@@ -406,6 +406,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   }
   CapsReached reached;
   if (jobs.empty()) return reached;
+  std::vector<OwnedJob> adopted;  // claimed again while in flight here, logged below
   std::chrono::milliseconds connect_timeout, request_timeout;
   {
     // Register before sending, so that the callback always finds its job.
@@ -419,13 +420,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
       // request answers for the new attempt (InFlight::sent_attempt).
       it->second.attempt = job.attempt;
       it->second.last_attempt = job.attempt >= job.max_attempts;
-      Log(LogLevel::kWarn, "claimed_while_in_flight",
-          {{"tier", options_.tier.name},
-           {"job", job.id},
-           {"attempt", job.attempt},
-           {"detail",
-            "rescued while its request was in flight on this node; that request answers for "
-            "this attempt, and the job is not sent again"}});
+      adopted.push_back({job.id, job.attempt});
       return true;
     });
     for (const auto& job : jobs) {
@@ -435,6 +430,15 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
     }
     connect_timeout = std::chrono::milliseconds(tier_.connect_timeout_ms);
     request_timeout = std::chrono::milliseconds(tier_.request_timeout_ms);
+  }
+  for (const auto& [id, attempt] : adopted) {
+    Log(LogLevel::kWarn, "claimed_while_in_flight",
+        {{"tier", options_.tier.name},
+         {"job", id},
+         {"attempt", attempt},
+         {"detail",
+          "rescued while its request was in flight on this node; that request answers for "
+          "this attempt, and the job is not sent again"}});
   }
   const auto sent_at = std::chrono::steady_clock::now();
   for (const auto& job : jobs) {

@@ -410,7 +410,7 @@ int HttpSender::OnTimer(CURLM*, long timeout_ms, void* sender) {
   auto* self = static_cast<HttpSender*>(sender);
   if (self->options_.early_timer_without_rearm) {
     if (self->in_timeout_action_) return 0;
-    timeout_ms /= 2;
+    if (timeout_ms > 0) timeout_ms /= 2;  // -1 (no timer) and 0 (now) stay as they are
   }
   self->timer_due_ = timeout_ms < 0 ? Clock::time_point::max()
                                     : Clock::now() + std::chrono::milliseconds(timeout_ms);
