@@ -42,7 +42,7 @@ WITH before AS (
    WHERE ch.id = before.id
   RETURNING ch.id, ch.paused, ch.enabled
 ), unparked AS (
-  {{unpark_backlog(reset, reset.enabled AND NOT reset.paused)}}
+  {{unpark_backlog(reset, reset.enabled AND NOT reset.paused, NULL)}}
 )
 SELECT before.breaker_state AS before,
        (SELECT count(*) FROM unparked) AS jobs,
@@ -60,7 +60,7 @@ WITH before AS (
   UPDATE bulkhead.channels AS ch SET paused = true FROM before WHERE ch.id = before.id
   RETURNING ch.id
 ), parked AS (
-  {{park_backlog(paused)}}
+  {{park_backlog(paused, NULL)}}
 )
 SELECT before.paused AS before, (SELECT count(*) FROM parked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' paused')) FROM paused) AS notified
@@ -81,7 +81,7 @@ WITH before AS (
     FROM before WHERE ch.id = before.id AND before.enabled
   RETURNING ch.id, ch.breaker_state
 ), unparked AS (
-  {{unpark_backlog(resumed, resumed.breaker_state = 'closed')}}
+  {{unpark_backlog(resumed, resumed.breaker_state = 'closed', NULL)}}
 )
 SELECT before.paused AS before, before.enabled,
        coalesce(before.disabled_reason, '') AS disabled_reason,
@@ -105,7 +105,7 @@ WITH before AS (
     FROM before WHERE ch.id = before.id
   RETURNING ch.id
 ), parked AS (
-  {{park_backlog(disabled)}}
+  {{park_backlog(disabled, NULL)}}
 )
 SELECT before.enabled AS before, (SELECT count(*) FROM parked) AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' paused')) FROM disabled) AS notified

@@ -36,7 +36,7 @@ WITH opened AS (
    WHERE id = $1 AND breaker_state = 'closed'
   RETURNING id
 ), parked AS (
-  {{park_batch(opened, $4)}}
+  {{park_backlog(opened, $4)}}
 )
 SELECT (SELECT count(*) FROM opened) AS done,
        (SELECT count(*) FROM parked) AS jobs,
@@ -57,7 +57,7 @@ WITH closed AS (
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
   RETURNING id, paused, enabled
 ), unparked AS (
-  {{unpark_batch(closed, closed.enabled AND NOT closed.paused, $3)}}
+  {{unpark_backlog(closed, closed.enabled AND NOT closed.paused, $3)}}
 )
 SELECT (SELECT count(*) FROM closed) AS done,
        (SELECT count(*) FROM unparked) AS jobs,
@@ -76,7 +76,7 @@ WITH reopened AS (
    WHERE id = $1 AND breaker_state = 'half_open' AND breaker_probe_job = $2
   RETURNING id
 ), parked AS (
-  {{park_batch(reopened, $6)}}
+  {{park_backlog(reopened, $6)}}
 )
 SELECT (SELECT count(*) FROM reopened) AS done,
        (SELECT count(*) FROM parked) AS jobs,
@@ -90,7 +90,7 @@ SELECT (SELECT count(*) FROM reopened) AS done,
 WITH stopped AS (
   SELECT ch.id FROM bulkhead.channels ch WHERE ch.id = $1 AND NOT {{flowing}} FOR SHARE
 ), parked AS (
-  {{park_batch(stopped, $2)}}
+  {{park_backlog(stopped, $2)}}
 )
 SELECT count(*) AS jobs FROM parked
 
@@ -101,7 +101,7 @@ SELECT count(*) AS jobs FROM parked
 WITH restarted AS (
   SELECT ch.id FROM bulkhead.channels ch WHERE ch.id = $1 AND {{flowing}} FOR SHARE
 ), unparked AS (
-  {{unpark_batch(restarted, true, $2)}}
+  {{unpark_backlog(restarted, true, $2)}}
 )
 SELECT (SELECT count(*) FROM unparked) AS jobs, {{wake_queues(unparked)}} AS woken
 

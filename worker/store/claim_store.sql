@@ -468,7 +468,7 @@ WITH before AS (
      AND j.attempted_by = $4::text AND j.attempt = $3::int AND t.id = j.tenant_id
   RETURNING 1
 ), parked AS (
-  {{park_backlog(disabled)}}
+  {{park_backlog(disabled, NULL)}}
 )
 SELECT before.enabled AS was_enabled,
        (SELECT count(*) FROM parked) + (SELECT count(*) FROM answered) AS jobs,

@@ -224,13 +224,13 @@ SELECT (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM cleared) A
 -- as an array, as in park_backlog (sql_fragments.sql), so that each is one descent of
 -- jobs_channel_available whatever the statistics say; as a join it read every channel's
 -- available jobs every second (27 buffers a job beside a burst, issue 34). At most 5,000 jobs a
--- round, as a breaker transition's batch (park_batch), so the leader's statement fits in the
+-- round, as a breaker transition's batch (park_backlog), so the leader's statement fits in the
 -- statement timeout however much has slipped in or a keeper that died left behind; the next
 -- rounds take the rest.
 WITH broken AS (
   SELECT ch.id FROM bulkhead.channels ch WHERE ch.breaker_state <> 'closed'
 ), parked AS (
-  {{park_batch(broken, 5000)}}
+  {{park_backlog(broken, 5000)}}
 )
 SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
 
@@ -257,7 +257,7 @@ WITH RECURSIVE parked_channel(id) AS (
    WHERE {{flowing}}
      FOR NO KEY UPDATE OF ch SKIP LOCKED
 ), unparked AS (
-  {{unpark_batch(stranded, true, 5000)}}
+  {{unpark_backlog(stranded, true, 5000)}}
 )
 SELECT (SELECT count(*) FROM unparked) AS jobs,
        (SELECT count(DISTINCT channel_id) FROM unparked) AS channels,

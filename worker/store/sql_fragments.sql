@@ -19,57 +19,34 @@ to_char({{column}} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 -- own copy.
 (ch.breaker_state = 'closed' AND NOT ch.paused AND ch.enabled)
 
--- fragment: park_backlog(changed)
+-- fragment: park_backlog(changed, batch)
 -- The body of a transition's `parked` CTE: the available jobs (any priority, due or not) of the
--- channel the CTE `changed` just stopped (id) are parked, priority 3, in the same statement as
--- the change, so no crash leaves a stopped channel with its backlog claimable. Each job is a new
--- row version with entries in the primary key and jobs_parked (never HOT: state and priority are
--- indexed), and reads no payload (its rule is checked on write, migration 0005): 100,000 jobs in
--- about 0.4 s on the 2-core development machine, 90-byte or 4 KB payloads (load/park_bench.sh,
+-- channels the CTE `changed` just stopped (id) are parked, priority 3, in the same statement as
+-- the change, so no crash leaves a stopped channel with its backlog claimable — at most `batch`
+-- of them, or all of them for NULL (LIMIT NULL is no limit). The breaker's transitions and the
+-- leader's repair pass a batch, since each statement must fit in the connection's statement
+-- timeout however long the backlog has grown (issue 31: 200,000 jobs took about a second, and
+-- an open under a 250 ms timeout was cancelled for ever); a batch that comes back full means
+-- there may be more, and the caller moves the rest with more batches (ADR 0017). The operator's
+-- verbs and a 410's disable still move the whole backlog. Each job is a new row version with
+-- entries in the primary key and jobs_parked (never HOT: state and priority are indexed), and
+-- reads no payload (its rule is checked on write, migration 0005): 100,000 jobs in about 0.4 s
+-- on the 2-core development machine, 90-byte or 4 KB payloads (load/park_bench.sh,
 -- docs/adr/0010-checks-on-write.md).
 --
--- The channels come as an array (an InitPlan), not a join: `channel_id = ANY(…)` can only be an
--- index condition on jobs_channel_available, one descent a channel, whatever the statistics
--- say. As a join, with statistics taken while nothing was available, the planner scanned all
--- of jobs_channel_available (every channel's backlog) once to find one channel's: 7,500
--- buffers to park one job beside a 60,000-job burst (tests/plan_cost_test.cc, issue 34).
-UPDATE bulkhead.jobs AS j
-     SET state = 'parked', priority = 3
-   WHERE j.channel_id = ANY (ARRAY(SELECT {{changed}}.id FROM {{changed}}))
-     AND j.state = 'available'
-  RETURNING 1
-
--- fragment: unpark_backlog(changed, condition)
--- The body of a transition's `unparked` CTE: the parked jobs of the channels the CTE `changed`
--- let flow again (id) become available where `condition` holds (a channel still paused, or still
--- broken, keeps its backlog parked). They keep priority 3 and their scheduled_at: every
--- channel's fresh deliveries still come first, and a retry that was waiting keeps waiting.
--- Entries in the primary key, jobs_claim and jobs_channel_available per job: 100,000 in about
--- 0.5 s here (load/park_bench.sh). The channels come as an array, for park_backlog's reason:
--- as a join, the reconciler's unpark read every parked job of the fleet (jobs_parked) to find
--- one channel's.
-UPDATE bulkhead.jobs AS j
-     SET state = 'available'
-   WHERE j.channel_id = ANY (ARRAY(SELECT {{changed}}.id FROM {{changed}} WHERE {{condition}}))
-     AND j.state = 'parked'
-  RETURNING j.channel_id, j.queue
-
--- fragment: park_batch(changed, batch)
--- park_backlog for at most `batch` jobs: the breaker's transitions and the leader's repair, which
--- must each fit in the connection's statement timeout however long the channel's backlog has
--- grown (issue 31: 200,000 jobs took about a second, and an open under a 250 ms timeout was
--- cancelled for ever). The jobs are chosen first, each channel's in jobs_channel_available's
--- order: with that ORDER BY the index hands the rows over already sorted, where a seq scan
--- would have to sort every waiting job first, so no statistics make one look cheaper (with
--- `channel_id = ANY(…)` and a LIMIT alone, fresh statistics chose a seq scan of the whole
--- table to find 50 jobs). Then they are updated by ctid, a TID scan: the version the
--- statement's snapshot saw waiting.
--- A job updated since (claimed) fails the ctid's recheck and is left, as it is no longer
--- waiting. The update names no state of its own: `j.state = 'available'` there let the planner
--- read the ctids' rows through jobs_channel_available, whose predicate it implies, and with
--- statistics from before a burst it scanned the whole index for them (8,186 buffers for 50
--- jobs beside 60,000 available, tests/plan_cost_test.cc). A batch that comes back full means
--- there may be more: the caller moves the rest with more batches.
+-- The jobs are chosen first, channel by channel, in jobs_channel_available's order: one index
+-- descent a channel, and the index hands the rows over already sorted, where a seq scan would
+-- have to sort every waiting job first, so no statistics make one look cheaper. As a join, with
+-- statistics taken while nothing was available, the planner scanned all of
+-- jobs_channel_available (every channel's backlog) to find one channel's: 7,500 buffers to park
+-- one job beside a 60,000-job burst; with `channel_id = ANY(…)` and a LIMIT alone, fresh
+-- statistics chose a seq scan of the whole table to find 50 jobs (tests/plan_cost_test.cc,
+-- issue 34). Then they are updated by ctid, a TID scan: the version the statement's snapshot saw
+-- waiting. A job updated since (claimed) fails the ctid's recheck and is left, as it is no
+-- longer waiting. The update names no state of its own: `j.state = 'available'` there let the
+-- planner read the ctids' rows through jobs_channel_available, whose predicate it implies, and
+-- with statistics from before a burst it scanned the whole index for them (8,186 buffers for 50
+-- jobs beside 60,000 available).
 UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3
    WHERE j.ctid = ANY (ARRAY(
@@ -82,9 +59,14 @@ UPDATE bulkhead.jobs AS j
             LIMIT {{batch}}))
   RETURNING j.channel_id
 
--- fragment: unpark_batch(changed, condition, batch)
--- unpark_backlog for at most `batch` jobs of the channels of `changed` where `condition` holds,
--- chosen in jobs_parked's order and updated by ctid, as park_batch.
+-- fragment: unpark_backlog(changed, condition, batch)
+-- The body of a transition's `unparked` CTE: the parked jobs of the channels the CTE `changed`
+-- let flow again (id) become available where `condition` holds (a channel still paused, or still
+-- broken, keeps its backlog parked), at most `batch` of them, or all for NULL, chosen in
+-- jobs_parked's order and updated by ctid, for park_backlog's reasons. They keep priority 3 and
+-- their scheduled_at: every channel's fresh deliveries still come first, and a retry that was
+-- waiting keeps waiting. Entries in the primary key, jobs_claim and jobs_channel_available per
+-- job: 100,000 in about 0.5 s here (load/park_bench.sh).
 UPDATE bulkhead.jobs AS j
      SET state = 'available'
    WHERE j.ctid = ANY (ARRAY(
