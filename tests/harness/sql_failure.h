@@ -8,8 +8,8 @@
 namespace bulkhead::testing {
 
 struct SqlFailure {
-  std::string sqlstate;
-  std::string message;  // the primary message: no "ERROR:" and no CONTEXT lines
+  std::string sqlstate;  // as SqlState (store_failure.h) reads it
+  std::string message;   // the primary message: no "ERROR:" and no CONTEXT lines
 };
 
 // Runs `sql` in a transaction that is rolled back, expecting it to fail; records a test failure

@@ -13,6 +13,9 @@ bool IsDataFailure(const std::exception& e) {
 }
 
 std::string SqlState(const std::exception& e) {
+  // libpqxx 6.4 throws a refused privilege as pqxx::insufficient_privilege without passing it
+  // the SQLSTATE it read (sqlstate() is then ""); the class says which one it was.
+  if (dynamic_cast<const pqxx::insufficient_privilege*>(&e)) return "42501";
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) return sql->sqlstate();
   return "";
 }
