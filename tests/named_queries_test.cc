@@ -20,6 +20,7 @@
 #include "completion_store.h"
 #include "database_test.h"
 #include "fleet_store.h"
+#include "role_store.h"
 
 namespace bulkhead {
 namespace {
@@ -49,6 +50,7 @@ TEST_F(NamedQueriesTest, EveryStoreStartsAndPostgresAcceptsEachOfItsStatements) 
   PrepareEveryStatement<FleetStore>("FleetStore");
   PrepareEveryStatement<AdminChannelStore>("AdminChannelStore");
   PrepareEveryStatement<AdminJobsStore>("AdminJobsStore");
+  PrepareEveryStatement<RoleStore>("RoleStore");
 }
 
 TEST_F(NamedQueriesTest, EveryEmbeddedStatementBelongsToExactlyOneStore) {
@@ -59,7 +61,8 @@ TEST_F(NamedQueriesTest, EveryEmbeddedStatementBelongsToExactlyOneStore) {
         std::span<const std::string_view>(BreakerStore::kStatements),
         std::span<const std::string_view>(FleetStore::kStatements),
         std::span<const std::string_view>(AdminChannelStore::kStatements),
-        std::span<const std::string_view>(AdminJobsStore::kStatements)}) {
+        std::span<const std::string_view>(AdminJobsStore::kStatements),
+        std::span<const std::string_view>(RoleStore::kStatements)}) {
     for (std::string_view name : names) ++owners[std::string(name)];
   }
   for (const NamedQuery& query : EmbeddedQueries()) {

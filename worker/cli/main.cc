@@ -14,6 +14,7 @@
 #include "breaker_command.h"
 #include "channel_command.h"
 #include "exit_codes.h"
+#include "grant_command.h"
 #include "jobs_command.h"
 #include "migrate_command.h"
 #include "run_command.h"
@@ -77,6 +78,10 @@ const std::vector<Command>& Commands() {
         {"tenant set-tier TENANT TIER",
          "move a tenant and its waiting deliveries to another tier"}},
        bulkhead::RunTenantCommand},
+      {"grant",
+       {{"grant --role NAME --as app|node|console",
+         "grant a PostgreSQL role exactly what that part needs"}},
+       bulkhead::RunGrantCommand},
   };
   return commands;
 }

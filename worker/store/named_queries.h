@@ -2,9 +2,10 @@
 // (worker/store/named_queries.cmake), and how a store prepares its own.
 //
 // Each store (ClaimStore, CompletionStore, BreakerStore, FleetStore, AdminChannelStore,
-// AdminJobsStore) lists the names of the statements it runs and prepares only those, each under
-// its snake_case name (ClaimProbes → claim_probes, as EXPLAIN EXECUTE names it). Fragments are
-// already substituted; the contract and the reasons stay in the .sql file, beside the SQL.
+// AdminJobsStore, RoleStore) lists the names of the statements it runs and prepares only those,
+// each under its snake_case name (ClaimProbes → claim_probes, as EXPLAIN EXECUTE names it).
+// Fragments are already substituted; the contract and the reasons stay in the .sql file, beside
+// the SQL.
 //
 // Immutable after static initialisation: safe for concurrent use.
 #pragma once
