@@ -56,7 +56,7 @@ class QueueRunnerTest : public testing::DatabaseTest {
   void Start() {
     writer_ = std::make_unique<CompletionWriter>(CompletionWriter::Options{conninfo(), kNode});
     keeper_ = std::make_unique<BreakerKeeper>(BreakerKeeper::Options{conninfo(), {tier_}});
-    store_ = std::make_unique<StoreConnection<ClaimStore>>(conninfo());
+    store_ = std::make_unique<StoreConnection<ClaimStore>>(conninfo(), "claim:default");
     HttpSender::Options sender_options;
     sender_options.guard = NetworkGuard({std::get<Network>(ParseCidr("127.0.0.0/8"))});
     sender_ = std::make_unique<HttpSender>(std::move(sender_options));

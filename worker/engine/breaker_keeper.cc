@@ -23,7 +23,7 @@ BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
 BreakerKeeper::BreakerKeeper(Options options)
     : options_(std::move(options)),
       tiers_(options_.tiers),
-      store_(options_.database),
+      store_(options_.database, "breaker"),
       batch_(std::max<int64_t>(options_.backlog_batch, 1)) {
   for (const auto& tier : options_.tiers) {
     boards_.emplace(tier.name, std::make_unique<BreakerBoard>(BoardSettings(tier)));

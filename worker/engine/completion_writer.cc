@@ -156,7 +156,7 @@ void CompletionWriter::Quarantine(StoreConnection<CompletionStore>& store,
 }
 
 void CompletionWriter::Run() {
-  StoreConnection<CompletionStore> store(options_.database);
+  StoreConnection<CompletionStore> store(options_.database, "record");
   ReconnectBackoff backoff;           // 100 ms doubling to 5 s, jittered
   std::chrono::milliseconds wait{0};  // before the next try, after a failed write
   std::vector<AttemptResult> batch;

@@ -13,6 +13,7 @@
 
 #include "breaker_keeper.h"
 #include "completion_writer.h"
+#include "database_connection.h"
 #include "exit_codes.h"
 #include "fleet_store.h"
 #include "http_sender.h"
@@ -127,6 +128,7 @@ void Node::Reload(const std::map<std::string, std::unique_ptr<QueueRunner>>& run
 int Node::Run() {
   const NodeOptions& options = config_.node;
   SetLogNode(options.node);
+  SetConnectionNode(options.node);
 
   std::vector<std::string> tier_names;
   for (const auto& tier : config_.tiers) tier_names.push_back(tier.name);
@@ -138,11 +140,11 @@ int Node::Run() {
   Metrics metrics(kVersion);
   Metrics* record = recording ? &metrics : nullptr;
 
-  StoreConnection<FleetStore> store(database_);
+  StoreConnection<FleetStore> store(database_, "node");
   Lease lease{std::chrono::milliseconds(options.lease_ms)};
   try {
-    pqxx::connection conn(database_);
-    Migrator migrator(conn, EmbeddedMigrations());
+    std::unique_ptr<pqxx::connection> conn = OpenConnection(database_, "node");
+    Migrator migrator(*conn, EmbeddedMigrations());
     int version = migrator.DatabaseVersion();
     if (version != migrator.BinaryVersion()) {
       Log(LogLevel::kError, "schema_mismatch",
@@ -210,7 +212,9 @@ int Node::Run() {
   auto sender = std::make_unique<HttpSender>(std::move(sender_options));
   for (const auto& tier : config_.tiers) {
     StoreConnection<ClaimStore>& store =
-        *runner_stores.emplace(tier.name, std::make_unique<StoreConnection<ClaimStore>>(database_))
+        *runner_stores
+             .emplace(tier.name, std::make_unique<StoreConnection<ClaimStore>>(
+                                     database_, "claim:" + tier.name))
              .first->second;
     runners.emplace(tier.name,
                     std::make_unique<QueueRunner>(

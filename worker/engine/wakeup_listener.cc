@@ -4,6 +4,7 @@
 #include <memory>
 #include <pqxx/pqxx>
 
+#include "database_connection.h"
 #include "logger.h"
 #include "reconnect_backoff.h"
 
@@ -40,7 +41,8 @@ void WakeupListener::Run() {
   bool was_connected = false;
   while (!stop_) {
     try {
-      pqxx::connection conn(database_);
+      std::unique_ptr<pqxx::connection> owned = OpenConnection(database_, "listen");
+      pqxx::connection& conn = *owned;
       Receiver jobs(conn, "bulkhead_jobs", on_wake_);  // LISTENs
       Receiver breakers(conn, "bulkhead_breakers", on_breaker_);
       connected_ = true;

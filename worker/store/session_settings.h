@@ -11,7 +11,8 @@
 //   tcp_user_timeout     data sent but not acknowledged: the server is gone mid-statement
 //   keepalives_*         an idle connection (the LISTEN one) whose peer vanished: probes after
 //                        keepalive_idle, every idle / 5 (at least 1 s), 3 unanswered → dead
-//   statement_timeout    a statement the server runs too long (through `options`, -c)
+//   statement_timeout    a statement the server runs too long (as `-c` in `options`, which
+//                        OpenConnection, database_connection.h, sets after connecting)
 // A keyword the operator set in the connection string (URL or keyword/value) is kept as they set
 // it; for `options`, theirs come first and statement_timeout is added unless they set it. A
 // value of 0 leaves that setting to libpq's (or the server's) default.

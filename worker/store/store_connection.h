@@ -1,5 +1,6 @@
 // StoreConnection<Store>: a store (ClaimStore, CompletionStore, BreakerStore, FleetStore) on a
-// connection of its own that is opened on first use and dropped after any error, so that the
+// connection of its own that is opened on first use (OpenConnection, database_connection.h: named
+// after the node and `part` in pg_stat_activity) and dropped after any error, so that the
 // next use reconnects. It is how every thread of a node survives a database restart or
 // failover: catch, Reset(), back off, try again. Each thread holds the store it uses, so each
 // connection prepares only that store's statements.
@@ -15,6 +16,8 @@
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+
+#include "database_connection.h"
 
 namespace bulkhead {
 
@@ -40,12 +43,14 @@ class StoreConnections {
 template <typename Store>
 class StoreConnection : public StoreConnections {
  public:
-  explicit StoreConnection(std::string database) : database_(std::move(database)) {}
+  // `part` names the connection: "claim:default", "record", "breaker", "lease", "leader".
+  StoreConnection(std::string database, std::string part)
+      : database_(std::move(database)), part_(std::move(part)) {}
 
   // The store, connecting first if there is no connection. Throws pqxx errors.
   Store& Get() {
     if (!store_) {
-      conn_ = std::make_unique<pqxx::connection>(database_);
+      conn_ = OpenConnection(database_, part_);
       store_ = std::make_unique<Store>(*conn_);
       if (lost_) Counters().reconnects.fetch_add(1, std::memory_order_relaxed);
       lost_ = false;
@@ -64,6 +69,7 @@ class StoreConnection : public StoreConnections {
 
  private:
   const std::string database_;
+  const std::string part_;
   std::unique_ptr<pqxx::connection> conn_;
   std::unique_ptr<Store> store_;  // refers to *conn_: declared after it, destroyed first
   bool lost_ = false;             // Reset() since the last connect: the next is a reconnect
