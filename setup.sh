@@ -22,6 +22,7 @@ PACKAGES=(
   libpq-dev libpqxx-dev nlohmann-json3-dev libcurl4-openssl-dev prometheus-cpp-dev
   libssl-dev openssl libgtest-dev
   postgresql-15 postgresql-client-15
+  pgbouncer  # the pooler a node is tested behind (tests/database_connection_test.cc)
   prometheus  # promtool for the alert rules' tests, and the server observability_test scrapes with
   clang libclang-rt-14-dev  # libFuzzer: the fuzz targets of tests/fuzz/
 )
