@@ -9,7 +9,8 @@
 // every `-c name=value` (also `-cname=value` and `--name=value`) out of `options`, connects,
 // and sets them with `SELECT set_config(…)` (one statement each, usually the one): the same
 // settings, in a form every pooler in session mode passes on. Anything else in `options` stays
-// there.
+// there. (A setting PostgreSQL takes only at connection start, such as log_connections, now
+// fails the connection with PostgreSQL's message: set it on the server or the role instead.)
 //
 // `application_name` is `bulkhead:<node>:<part>` (SetConnectionNode; printable ASCII, other
 // bytes become '?', clipped to PostgreSQL's 63 bytes), replacing any the string set, so an
