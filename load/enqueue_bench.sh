@@ -2,6 +2,17 @@
 # enqueue_bench.sh — how fast applications can enqueue, side by side in one run.
 #
 #   load/enqueue_bench.sh        # ENQUEUE_BENCH_SECONDS (10) per case, ENQUEUE_BENCH_CLIENTS (10)
+#   load/enqueue_bench.sh commit # the application's commit path, durability on (issue 30)
+#
+# `commit` measures what an enqueue costs the application's own commits, with fsync and
+# synchronous_commit on (.run/bench-pg-durable): transactions/s at 1, 4, 16 and 32 clients
+# (ENQUEUE_BENCH_CLIENT_LIST) of one delivery each, over 100 channels, for
+#   plain        an INSERT of a similar row (three columns: id, a key, the payload) into a
+#                plain table: what the application's own writes cost
+#   enqueue      SELECT bulkhead.enqueue(channel, payload)
+#   no_notify    the same with the wake-up already sent for the session (bulkhead.woken.default
+#                on, so no NOTIFY): what the NOTIFY costs
+# each against a freshly migrated database, side by side in one run, with the load average.
 #
 # Three cases, each against a freshly migrated database on an embedded PostgreSQL (.run/bench-pg),
 # with pgbench as the application, one delivery per transaction unless noted:
@@ -13,13 +24,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mode=${1:-calls}
+case "$mode" in
+  calls|commit) ;;
+  *) echo "usage: $0 [commit]" >&2; exit 2 ;;
+esac
 seconds=${ENQUEUE_BENCH_SECONDS:-10}
 clients=${ENQUEUE_BENCH_CLIENTS:-10}
 run=.run/bench-pg
+[ "$mode" = commit ] && run=.run/bench-pg-durable
 bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
 
 ./setup.sh >/dev/null
-conn=$(load/embedded_postgres.sh start "$run")
+if [ "$mode" = commit ]; then
+  conn=$(BULKHEAD_PG_DURABLE=1 load/embedded_postgres.sh start "$run")
+else
+  conn=$(load/embedded_postgres.sh start "$run")
+fi
 trap 'load/embedded_postgres.sh stop "$run"' EXIT
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
@@ -35,6 +56,54 @@ cat >"$scripts/enqueue_many.sql" <<'SQL'
 SELECT bulkhead.enqueue_many(array_fill(1::bigint, ARRAY[100]),
   array_fill('{"type": "message.created", "conversation": 7, "text": "hello"}'::jsonb, ARRAY[100]));
 SQL
+
+if [ "$mode" = commit ]; then
+  cat >"$scripts/plain.sql" <<'SQL'
+\set k random(1, 100)
+INSERT INTO app_events (k, payload)
+VALUES (:k, '{"type": "message.created", "conversation": 7, "text": "hello"}');
+SQL
+  cat >"$scripts/enqueue100.sql" <<'SQL'
+\set ch random(1, 100)
+SELECT bulkhead.enqueue(:ch, '{"type": "message.created", "conversation": 7, "text": "hello"}');
+SQL
+  declare -A tps
+  list=${ENQUEUE_BENCH_CLIENT_LIST:-1 4 16 32}
+  echo "load/enqueue_bench.sh commit: durability on ($(psql "$conn" -At -c "SHOW fsync"),"\
+    "synchronous_commit $(psql "$conn" -At -c "SHOW synchronous_commit")), ${seconds} s a case;"\
+    "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for n in $list; do
+    for case in plain enqueue no_notify; do
+      psql "$conn" -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench"
+      db="${conn/dbname=postgres/dbname=bench}"
+      build/bin/bulkhead migrate up --database "$db" >/dev/null
+      psql "$db" -c "CREATE TABLE app_events (id bigserial PRIMARY KEY, k int NOT NULL,
+                       payload jsonb NOT NULL)" \
+                 -c "INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g" \
+                 -c "INSERT INTO bulkhead.channels (tenant_id, url)
+                       SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id" \
+                 -c "CHECKPOINT"
+      script=enqueue100.sql options=
+      [ "$case" = plain ] && script=plain.sql
+      [ "$case" = no_notify ] && options="-c bulkhead.woken.default=on"
+      tps[$case.$n]=$(PGOPTIONS="$options" "$bindir/pgbench" -n -c "$n" -j "$((n < 2 ? 1 : 2))" \
+                        -T "$seconds" -f "$scripts/$script" "$db" | awk '/^tps = / {printf "%.0f", $3}')
+      echo "$n clients, $case: ${tps[$case.$n]} transactions/s"
+    done
+  done
+  rm -rf "$scripts"
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  printf '%-8s %10s %10s %10s %12s %14s\n' clients plain enqueue no_notify enqueue/plain \
+    no_notify/plain
+  for n in $list; do
+    printf '%-8s %10s %10s %10s %12s %14s\n' "$n" "${tps[plain.$n]}" "${tps[enqueue.$n]}" \
+      "${tps[no_notify.$n]}" \
+      "$(awk -v a="${tps[enqueue.$n]}" -v b="${tps[plain.$n]}" 'BEGIN {printf "%.2f", a / b}')" \
+      "$(awk -v a="${tps[no_notify.$n]}" -v b="${tps[plain.$n]}" 'BEGIN {printf "%.2f", a / b}')"
+  done
+  exit 0
+fi
 
 declare -A rate
 for case in insert enqueue enqueue_many; do
