@@ -5,14 +5,18 @@
 #   load/replicated_postgres.sh start DIR        # two clusters in DIR/a and DIR/b (initdb the
 #                                                # first time: a primary, a pg_basebackup standby),
 #                                                # started; prints the multi-host connection string
+#   load/replicated_postgres.sh recreate DIR     # stop and remove both clusters, then start anew
+#                                                # (load/run.sh: every run starts from a primary
+#                                                # in a and its standby in b)
 #   load/replicated_postgres.sh kill-primary DIR # the primary dies: immediate stop (SIGQUIT, no
 #                                                # shutdown checkpoint, as a crash)
+#   load/replicated_postgres.sh stop-primary DIR # the primary stops cleanly (fast shutdown: its
+#                                                # WAL goes to the standby first)
 #   load/replicated_postgres.sh promote DIR      # the standby becomes the primary (pg_ctl promote)
 #   load/replicated_postgres.sh rewind DIR       # the old primary, stopped, is rewound onto the new
 #                                                # one's timeline (pg_rewind) and started as its
 #                                                # standby; synchronous again once it streams
-#   load/replicated_postgres.sh switchover DIR   # planned: fast stop of the primary (its WAL goes
-#                                                # to the standby first), promote, rewind
+#   load/replicated_postgres.sh switchover DIR   # planned: stop-primary, promote, rewind
 #   load/replicated_postgres.sh read-only DIR    # default_transaction_read_only on the primary,
 #   load/replicated_postgres.sh read-write DIR   # applied to open sessions (reload); and off again
 #   load/replicated_postgres.sh sync DIR         # synchronous_standby_names '*' on the primary
@@ -41,7 +45,7 @@ set -euo pipefail
 bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
 action=${1:-}
 dir=${2:-}
-usage="usage: $0 start|kill-primary|promote|rewind|switchover|read-only|read-write|sync|async|status|stop DIR"
+usage="usage: $0 start|recreate|kill-primary|stop-primary|promote|rewind|switchover|read-only|read-write|sync|async|status|stop DIR"
 [ -n "$action" ] && [ -n "$dir" ] || { echo "$usage" >&2; exit 2; }
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -172,13 +176,17 @@ rewind() {
   fi
 }
 
-switchover() {
+stop_primary() {
   local p
   p=$(primary)
   running "$p" || die "the primary ($p) is not running"
   # A fast shutdown sends the primary's remaining WAL, its shutdown checkpoint included, to the
   # streaming standby before it exits.
   as_server "$bindir/pg_ctl" -D "$dir/$p/data" -m fast -w -t 60 stop >/dev/null
+}
+
+switchover() {
+  stop_primary
   promote
   rewind
 }
@@ -222,7 +230,12 @@ stop() {
 
 case "$action" in
   start) start ;;
+  recreate)
+    stop
+    rm -rf "${dir:?}/a" "$dir/b" "$dir/primary" "$dir/mode"
+    start ;;
   kill-primary) kill_primary ;;
+  stop-primary) stop_primary ;;
   promote) promote ;;
   rewind) rewind ;;
   switchover) switchover ;;
