@@ -178,6 +178,7 @@ struct Event {
   int hold_s = 0;                  // seconds between the fault's steps and the return's
   // Measured
   std::set<std::string> executing;  // jobs executing just before the fault
+  int64_t lag_bytes = -1;           // WAL the standby had not flushed then; -1: none streaming
   int64_t snapshot_us = 0, fault_us = 0, back_us = 0, done_us = 0, judged_us = 0;
   std::vector<std::pair<std::string, double>> step_s;  // each step's duration
   bool steps_ok = true;
@@ -311,12 +312,17 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
     auto [state, trips] = BreakerOf(context.database, failing);
     e.breaker_before = state;
     e.trips_before = trips;
-    e.executing = WithDatabase(context.database, [](pqxx::connection& conn) {
+    e.executing = WithDatabase(context.database, [&e](pqxx::connection& conn) {
       pqxx::work tx(conn);
       std::set<std::string> ids;
       for (const auto& row : tx.exec("SELECT id FROM bulkhead.jobs WHERE state = 'executing'")) {
         ids.insert(row[0].as<std::string>());
       }
+      // What an asynchronous standby lacks at this moment: the tail a crash now would lose.
+      e.lag_bytes = tx.exec1(
+                          "SELECT coalesce((SELECT max(pg_current_wal_lsn() - flush_lsn)::bigint "
+                          "FROM pg_stat_replication WHERE state = 'streaming'), -1)")[0]
+                        .as<int64_t>();
       return ids;
     });
     e.snapshot_us = NowUs();
@@ -565,6 +571,7 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
                           {"repeats", repeats},
                           {"in_flight", in_flight.size()},
                           {"executing_at_fault", e.executing.size()},
+                          {"standby_unflushed_bytes_before", e.lag_bytes},
                           {"database_back_after_s", RoundTo((e.back_us - e.fault_us) / 1e6, 0.01)},
                           {"resume_s", RoundTo(resume_s, 0.01)},
                           {"longest_gap_s", RoundTo(gap / 1e6, 0.01)},
