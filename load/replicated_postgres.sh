@@ -39,7 +39,7 @@
 #
 # PostgreSQL refuses to run as root: under root the clusters run as the `postgres` system user,
 # in a postgres-owned folder under /tmp named after DIR when DIR is out of its reach (as
-# embedded_postgres.sh). Every wait is bounded; a step that fails exits 1 with the reason.
+# embedded_postgres.sh), or when DIR is too long for a socket's path. Every wait is bounded; a step that fails exits 1 with the reason.
 set -euo pipefail
 
 bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
@@ -53,10 +53,12 @@ dir=$(cd "$dir" && pwd)
 as_server() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
-if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$dir"; then
+# A Unix socket's path holds at most 107 bytes (DIR/a/.s.PGSQL.5432): a DIR longer than 80
+# is mapped the same way.
+if { [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$dir"; } || [ ${#dir} -gt 80 ]; then
   dir=/tmp/bulkhead-pgrep-$(printf '%s' "$dir" | md5sum | cut -c1-16)
   mkdir -p "$dir"
-  chown postgres: "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
 fi
 
 die() { echo "replicated_postgres.sh: $action: $*" >&2; exit 1; }
