@@ -293,6 +293,12 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
   auto sending = std::async(std::launch::async, [&steady] {
     return RunSteady(steady, std::chrono::system_clock::now());
   });
+  // Declared after `sending`, so destroyed before it: a step that throws stops the sender
+  // instead of leaving the future's destructor waiting out its two hours.
+  struct StopOnExit {
+    std::atomic<bool>& flag;
+    ~StopOnExit() { flag = true; }
+  } stop_on_exit{stop_sending};
   std::this_thread::sleep_for(std::chrono::seconds(knobs.warmup_s));
 
   auto event = [](std::string name, std::vector<std::string> steps, size_t back_after, int hold_s) {
@@ -427,9 +433,11 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
   int64_t window_start = sent.started_us;
   std::set<std::string> explained_repeats;
   for (Event& e : events) {
+    // The last window also takes the commits that landed while the sender was being stopped.
+    const int64_t window_end = &e == &events.back() ? INT64_MAX : e.judged_us;
     int in_window = 0, delivered = 0, lost = 0;
     for (const auto& [id, m] : committed) {
-      if (m->committed_at_us < window_start || m->committed_at_us >= e.judged_us) continue;
+      if (m->committed_at_us < window_start || m->committed_at_us >= window_end) continue;
       ++in_window;
       if (lost_ids.count(id)) {
         ++lost;
