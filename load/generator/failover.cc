@@ -199,10 +199,8 @@ bool Control(const std::string& command, const std::string& action, double& seco
   return status == 0;
 }
 
-// The failing channel's breaker state and trips, through a fresh connection (the scenario's
-// connections do not outlive a failover either).
-std::pair<std::string, int> BreakerOf(const std::string& database, int64_t channel) {
-  pqxx::connection conn(database);
+// The failing channel's breaker state and trips.
+std::pair<std::string, int> BreakerOf(pqxx::connection& conn, int64_t channel) {
   pqxx::work tx(conn);
   auto row = tx.exec_params1(
       "SELECT breaker_state, breaker_trips FROM bulkhead.channels WHERE id = $1", channel);
@@ -315,7 +313,8 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
       event("read_only", {"read-only", "read-write"}, 2, knobs.read_only_s),
   };
   for (Event& e : events) {
-    auto [state, trips] = BreakerOf(context.database, failing);
+    auto [state, trips] = WithDatabase(
+        context.database, [failing](pqxx::connection& conn) { return BreakerOf(conn, failing); });
     e.breaker_before = state;
     e.trips_before = trips;
     e.executing = WithDatabase(context.database, [&e](pqxx::connection& conn) {
@@ -349,13 +348,8 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
         std::chrono::system_clock::time_point(std::chrono::microseconds(e.back_us)) +
         std::chrono::seconds(knobs.settle_s));
     e.judged_us = NowUs();
-    std::tie(e.breaker_after, e.trips_after) =
-        WithDatabase(context.database, [failing](pqxx::connection& conn) {
-          pqxx::work tx(conn);
-          auto row = tx.exec_params1(
-              "SELECT breaker_state, breaker_trips FROM bulkhead.channels WHERE id = $1", failing);
-          return std::pair<std::string, int>(row[0].as<std::string>(), row[1].as<int>());
-        });
+    std::tie(e.breaker_after, e.trips_after) = WithDatabase(
+        context.database, [failing](pqxx::connection& conn) { return BreakerOf(conn, failing); });
   }
   stop_sending = true;
   SendReport sent = sending.get();
@@ -581,6 +575,7 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
                           {"executing_at_fault", e.executing.size()},
                           {"standby_unflushed_bytes_before", e.lag_bytes},
                           {"database_back_after_s", RoundTo((e.back_us - e.fault_us) / 1e6, 0.01)},
+                          {"steps_done_after_s", RoundTo((e.done_us - e.fault_us) / 1e6, 0.01)},
                           {"resume_s", RoundTo(resume_s, 0.01)},
                           {"longest_gap_s", RoundTo(gap / 1e6, 0.01)},
                           {"leaders_at_judgement", leaders_after},
