@@ -6,6 +6,8 @@
 #   LOAD_SCENARIOS=dead_channel LOAD_DEAD_TIER=bulk load/run.sh   # dead tenant on its own tier
 #   LOAD_SCENARIOS=crash,pg_restart,fleet load/run.sh   # the fleet scenarios (issue 8)
 #   LOAD_SCENARIOS=soak load/run.sh                     # 30 min, kills and restarts (issue 17)
+#   LOAD_SCENARIOS=failover load/run.sh                 # a primary killed, a standby promoted,
+#                                                       # a switchover, read-only (issue 31)
 #
 # Steps: ./setup.sh (installs missing packages, builds); a throwaway PostgreSQL in
 # $LOAD_RUN_DIR/pg (load/embedded_postgres.sh; a fresh database `bulkhead_load` each run) unless
@@ -14,11 +16,14 @@
 # `bulkhead-load <scenario>` for each of LOAD_SCENARIOS. crash, pg_restart, fleet and soak start
 # more nodes themselves from this node's config (their logs: $LOAD_RUN_DIR/<scenario>-*.log), and
 # pg_restart and soak restart the embedded PostgreSQL (they need the throwaway one: not with
-# DATABASE_URL). Whatever was started is stopped on exit, on failure and on Ctrl-C. Exit status: 0 when every scenario's gate passed, 1 otherwise.
+# DATABASE_URL). With failover among the scenarios the database is a primary and a streaming
+# standby instead (load/replicated_postgres.sh in $LOAD_RUN_DIR/replicated, created anew each
+# run), and the node and the scenario connect through the pair's multi-host connection string;
+# the scenario steps the pair through --pg-control. Whatever was started is stopped on exit, on failure and on Ctrl-C. Exit status: 0 when every scenario's gate passed, 1 otherwise.
 #
 # Environment (the scenarios' own knobs, LOAD_PROFILE and LOAD_DEAD_*, are in docs/load.md):
 #   LOAD_SCENARIOS     comma-separated scenarios (dead_channel; also webhook_burst, throughput,
-#                      latency, hostile, crash, pg_restart, fleet, soak)
+#                      latency, hostile, crash, pg_restart, fleet, soak, failover)
 #   LOAD_RESULTS_DIR   where results go (load/results)
 #   LOAD_RUN_DIR       the run's files: database, logs, config, tiers (.run/load)
 #   LOAD_TIERS_DIR     tier files to run the node with (tiers)
@@ -34,20 +39,27 @@ run=${LOAD_RUN_DIR:-.run/load}
 tiers=${LOAD_TIERS_DIR:-tiers}
 bin=${LOAD_BIN_DIR:-build/bin}
 
+replicated=false
+restarts=
 for s in ${scenarios//,/ }; do
   case "$s" in
     dead_channel|webhook_burst|throughput|latency|hostile|crash|fleet) ;;
-    pg_restart|soak)
+    pg_restart|soak|failover)
       if [ -n "${DATABASE_URL:-}" ]; then
-        echo "load/run.sh: $s restarts the embedded PostgreSQL; unset DATABASE_URL" >&2
+        echo "load/run.sh: $s restarts or fails over the PostgreSQL it starts; unset DATABASE_URL" >&2
         exit 2
-      fi ;;
+      fi
+      if [ "$s" = failover ]; then replicated=true; else restarts=$s; fi ;;
     *) echo "load/run.sh: unknown scenario '$s' in LOAD_SCENARIOS" \
          "(dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet," \
-         "soak)" >&2
+         "soak, failover)" >&2
        exit 2 ;;
   esac
 done
+if $replicated && [ -n "$restarts" ]; then
+  echo "load/run.sh: $restarts restarts the single embedded PostgreSQL; run it apart from failover" >&2
+  exit 2
+fi
 
 mkdir -p "$run"
 run=$(cd "$run" && pwd)
@@ -64,6 +76,7 @@ node_pid=
 mock_pid=
 load_pid=
 pg_dir=
+rep_dir=
 stop_process() {  # pid, name: SIGTERM, then SIGKILL after 15 s
   local pid=$1 name=$2
   kill -0 "$pid" 2>/dev/null || return 0
@@ -82,6 +95,7 @@ cleanup() {
   [ -n "$node_pid" ] && stop_process "$node_pid" "the node"
   [ -n "$mock_pid" ] && stop_process "$mock_pid" "the mock provider"
   [ -n "$pg_dir" ] && load/embedded_postgres.sh stop "$pg_dir"
+  [ -n "$rep_dir" ] && load/replicated_postgres.sh stop "$rep_dir"
   exit "$status"
 }
 trap cleanup EXIT
@@ -92,8 +106,13 @@ trap 'exit 143' TERM
 if [ -n "${DATABASE_URL:-}" ]; then
   db=$DATABASE_URL
 else
-  pg_dir=$run/pg
-  conn=$(load/embedded_postgres.sh start "$pg_dir")
+  if $replicated; then
+    rep_dir=$run/replicated
+    conn=$(load/replicated_postgres.sh recreate "$rep_dir")
+  else
+    pg_dir=$run/pg
+    conn=$(load/embedded_postgres.sh start "$pg_dir")
+  fi
   bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
   PGOPTIONS="-c client_min_messages=warning" "$bindir/psql" -X -q "$conn" \
     -c "DROP DATABASE IF EXISTS bulkhead_load" \
@@ -158,6 +177,7 @@ for s in ${scenarios//,/ }; do
   # scenario.
   fleet_args=(--bulkhead "$bin/bulkhead" --node-config "$run/node.json" --run-dir "$run")
   [ -n "$pg_dir" ] && fleet_args+=(--pg-restart "load/embedded_postgres.sh restart '$pg_dir'")
+  [ -n "$rep_dir" ] && fleet_args+=(--pg-control "load/replicated_postgres.sh {} '$rep_dir'")
   "$bin/bulkhead-load" "$s" --database "$db" --mock "$mock_url" --results-dir "$results" \
     --node "$node" --commit "$commit" "${fleet_args[@]}" &
   load_pid=$!

@@ -132,6 +132,7 @@ SendReport RunSteady(const SteadyOptions& o, std::chrono::system_clock::time_poi
                               period * static_cast<double>(i));
         if (at >= end) break;
         std::this_thread::sleep_until(at);
+        if (o.stop != nullptr && o.stop->load()) break;
         int64_t channel = o.channels[static_cast<size_t>(i) % o.channels.size()];
         std::string error;
         int64_t id = -1;

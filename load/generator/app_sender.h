@@ -8,6 +8,7 @@
 // first error kept; the run goes on (a scenario decides whether that voids it).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -64,6 +65,9 @@ struct SteadyOptions {
   std::chrono::seconds duration{60};
   int connections = 10;
   std::string phase;
+  // When set, sending ends early once it reads true (checked before each send): for a
+  // scenario whose length depends on how long its events take.
+  const std::atomic<bool>* stop = nullptr;
 };
 SendReport RunSteady(const SteadyOptions& options, std::chrono::system_clock::time_point start);
 

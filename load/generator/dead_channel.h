@@ -36,6 +36,9 @@ struct ScenarioContext {
   std::string commit;       // recorded in the results when not empty
   FleetOptions fleet;       // how to start more nodes (crash, pg_restart, fleet)
   std::string pg_restart;   // a shell command that restarts the database (pg_restart)
+  // The replicated cluster's control (failover): a shell command with "{}" where the action
+  // goes (load/replicated_postgres.sh's kill-primary, promote, rewind, …).
+  std::string pg_control;
 };
 
 // Throws std::runtime_error when the stack is not usable (no node, no mock, a failed enqueue).

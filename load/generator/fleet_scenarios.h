@@ -29,6 +29,20 @@
 //               breaker opened and no node held more of it than the cap, every kill rescued,
 //               every other node still running. Reports latency per period, the jobs table's
 //               size and rows at the start and end, bulkhead.nodes, and the nodes' peak RSS.
+//   failover    (issue 31) on load/run.sh's replicated pair (load/replicated_postgres.sh), with
+//               every node and the sender on its multi-host connection string
+//               (target_session_attrs=read-write): `nodes` nodes under a steady `rate` of
+//               enqueues over `channels` healthy channels and one failing (500) whose breaker is
+//               open. Three events, each judged `settle_s` after the database's return: the
+//               primary killed (immediate stop) and the standby promoted, then the old primary
+//               rewound (pg_rewind) as the new standby; a switchover back (fast stop, promote,
+//               rewind); `read_only_s` of default_transaction_read_only under open connections.
+//               Gate per event: every enqueue committed in its window delivered (sync
+//               replication; async reports the lost tail instead), repeats only of jobs in
+//               flight across it, a delivery of an enqueue committed after the return within
+//               `resume_s`, one leader, every node's process and lease, the failing channel's
+//               breaker still open with its trips kept, every node ready again; /readyz's
+//               reasons and the metrics' database errors and reconnects are reported.
 #pragma once
 
 #include "dead_channel.h"
@@ -40,5 +54,6 @@ int RunCrash(const ScenarioContext& context, const FleetKnobs& knobs);
 int RunPgRestart(const ScenarioContext& context, const FleetKnobs& knobs);
 int RunFleet(const ScenarioContext& context, const FleetKnobs& knobs);
 int RunSoak(const ScenarioContext& context, const SoakKnobs& knobs);
+int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs);
 
 }  // namespace bulkhead::load

@@ -206,4 +206,38 @@ std::optional<SoakKnobs> SoakKnobsFrom(const KnobLookup& lookup, std::string& er
   return k;
 }
 
+std::optional<FailoverKnobs> FailoverKnobsFrom(const KnobLookup& lookup, std::string& error) {
+  FailoverKnobs k;
+  if (!ReadProfile(lookup, k.profile, error)) return std::nullopt;
+  if (k.profile == "smoke") {
+    k.rate = 100;
+    k.channels = 20;
+    k.warmup_s = 10;
+    k.settle_s = 20;
+  }
+  if (!Read(lookup, "LOAD_FAILOVER_RATE", 1.0, 2000.0, k.rate, error) ||
+      !Read(lookup, "LOAD_FAILOVER_CHANNELS", 1, 10000, k.channels, error) ||
+      !Read(lookup, "LOAD_FAILOVER_NODES", 1, 16, k.nodes, error) ||
+      !Read(lookup, "LOAD_FAILOVER_WARMUP_S", 1, 3600, k.warmup_s, error) ||
+      !Read(lookup, "LOAD_FAILOVER_SETTLE_S", 5, 3600, k.settle_s, error) ||
+      !Read(lookup, "LOAD_FAILOVER_READ_ONLY_S", 1, 3600, k.read_only_s, error) ||
+      !Read(lookup, "LOAD_FAILOVER_RESUME_S", 1, 3600, k.resume_s, error) ||
+      !Read(lookup, "LOAD_FAILOVER_DRAIN_S", 1, 3600, k.drain_s, error)) {
+    return std::nullopt;
+  }
+  if (auto value = lookup("LOAD_FAILOVER_REPLICATION"); value && !value->empty()) {
+    if (*value != "sync" && *value != "async") {
+      error = "LOAD_FAILOVER_REPLICATION: must be sync or async, not '" + *value + "'";
+      return std::nullopt;
+    }
+    k.replication = *value;
+  }
+  if (k.settle_s <= k.resume_s) {
+    error = "LOAD_FAILOVER_SETTLE_S: must be longer than LOAD_FAILOVER_RESUME_S (" +
+            std::to_string(k.resume_s) + "), or a late resumption goes unseen";
+    return std::nullopt;
+  }
+  return k;
+}
+
 }  // namespace bulkhead::load

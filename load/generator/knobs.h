@@ -164,4 +164,37 @@ struct SoakKnobs {
 };
 std::optional<SoakKnobs> SoakKnobsFrom(const KnobLookup& lookup, std::string& error);
 
+// failover (fleet_scenarios.h): a steady stream through a multi-host connection string while
+// the primary is killed and its standby promoted, the old primary rewound and switched back to,
+// and the primary made read-only for a spell.
+//   LOAD_FAILOVER_REPLICATION  sync: the gate, nothing committed lost; async: the lost tail
+//                              measured and reported, not gated (sync)
+//   LOAD_FAILOVER_RATE         deliveries a second in all, each its own transaction
+//                              (200; smoke 100)
+//   LOAD_FAILOVER_CHANNELS     healthy channels (/hook/healthy) sharing them; one failing
+//                              channel (/hook/failing, 500) gets one share beside them
+//                              (50; smoke 20)
+//   LOAD_FAILOVER_NODES        nodes in all, load/run.sh's included (2)
+//   LOAD_FAILOVER_WARMUP_S     steady sending before the first event (20; smoke 10)
+//   LOAD_FAILOVER_SETTLE_S     steady sending after each event's return before it is judged
+//                              (30; smoke 20)
+//   LOAD_FAILOVER_READ_ONLY_S  how long the primary stays read-only (10)
+//   LOAD_FAILOVER_RESUME_S     the gate's limit from the database's return to the first
+//                              delivery of an enqueue committed after it (15)
+//   LOAD_FAILOVER_DRAIN_S      how long after the last enqueue deliveries may still arrive
+//                              before they count as lost (120)
+struct FailoverKnobs {
+  std::string profile = "full";
+  std::string replication = "sync";
+  double rate = 200;
+  int channels = 50;
+  int nodes = 2;
+  int warmup_s = 20;
+  int settle_s = 30;
+  int read_only_s = 10;
+  int resume_s = 15;
+  int drain_s = 120;
+};
+std::optional<FailoverKnobs> FailoverKnobsFrom(const KnobLookup& lookup, std::string& error);
+
 }  // namespace bulkhead::load

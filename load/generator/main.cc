@@ -17,6 +17,8 @@
 //                 their own (--bulkhead, --node-config, --run-dir) and pg_restart and soak
 //                 restart the database (--pg-restart); knobs LOAD_CRASH_*, LOAD_PG_RESTART_*,
 //                 LOAD_FLEET_*, LOAD_SOAK_*.
+//   failover      load/generator/fleet_scenarios.h: on load/run.sh's replicated pair
+//                 (load/replicated_postgres.sh, through --pg-control); knobs LOAD_FAILOVER_*.
 //
 // Exit status: 0 the gate passed, 1 it failed (or the stack was unusable), 2 usage error.
 #include <curl/curl.h>
@@ -69,6 +71,11 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
   soak           3 nodes under a steady 200/s over 50 channels, a dead and a throttled one,
                  a SIGKILL and a PostgreSQL restart every 10 min for 30 min: nothing lost,
                  repeats only of jobs killed nodes held, latency per 10 min, the table sizes
+  failover       a primary and a synchronous standby under a steady 200/s over 50 channels:
+                 the primary killed and the standby promoted, the old primary rewound and
+                 switched back to, 10 s read-only; per event: nothing committed lost, repeats
+                 only of jobs in flight, deliveries again within 15 s, leader, leases and an
+                 open breaker carried over, /readyz and the metrics during the outage
   report         print a kept result's tables again and rewrite its .html report beside it
   series         one row per kept dead_channel result, side by side (a series of runs)
 
@@ -82,6 +89,8 @@ options:
   --node-config FILE  the config those nodes copy (load/run.sh's node config)
   --run-dir DIR       where their configs and logs go
   --pg-restart CMD    a shell command that restarts the database (pg_restart, soak)
+  --pg-control CMD    the replicated cluster's control, "{}" standing for the action (failover;
+                      load/run.sh passes load/replicated_postgres.sh {} DIR)
   -h, --help          show this help
   --version           print the version
 
@@ -98,7 +107,11 @@ knobs (environment):
   LOAD_FLEET_JOBS (50000; smoke 10000), LOAD_FLEET_CHANNELS (20), LOAD_FLEET_NODES (3),
   LOAD_FLEET_HANG_JOBS (1000; smoke 300); LOAD_SOAK_MINUTES (30; smoke 2), LOAD_SOAK_RATE (200),
   LOAD_SOAK_CHANNELS (50), LOAD_SOAK_NODES (3), LOAD_SOAK_PERIOD_S (600; smoke 120),
-  LOAD_SOAK_KILL_AT (0.3), LOAD_SOAK_RESTART_AT (0.7), LOAD_SOAK_DRAIN_S (180)
+  LOAD_SOAK_KILL_AT (0.3), LOAD_SOAK_RESTART_AT (0.7), LOAD_SOAK_DRAIN_S (180);
+  LOAD_FAILOVER_REPLICATION=sync|async (sync), LOAD_FAILOVER_RATE (200; smoke 100),
+  LOAD_FAILOVER_CHANNELS (50; smoke 20), LOAD_FAILOVER_NODES (2), LOAD_FAILOVER_WARMUP_S (20;
+  smoke 10), LOAD_FAILOVER_SETTLE_S (30; smoke 20), LOAD_FAILOVER_READ_ONLY_S (10),
+  LOAD_FAILOVER_RESUME_S (15), LOAD_FAILOVER_DRAIN_S (120)
 )";
 
 int Usage(const std::string& message) {
@@ -178,6 +191,7 @@ int main(int argc, char** argv) {
                           : a == "--commit"      ? &context.commit
                           : a == "--bulkhead"    ? &context.fleet.bulkhead
                           : a == "--pg-restart"  ? &context.pg_restart
+                          : a == "--pg-control"  ? &context.pg_control
                           : a == "--node-config" ? &node_config
                           : a == "--run-dir"     ? &run_dir
                                                  : nullptr;
@@ -189,7 +203,8 @@ int main(int argc, char** argv) {
   context.fleet.run_dir = run_dir;
   context.fleet.database = context.database;
   const std::string kScenarios =
-      "dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet, soak";
+      "dead_channel, webhook_burst, throughput, latency, hostile, crash, pg_restart, fleet, soak, "
+      "failover";
   if (scenario.empty()) return Usage("missing scenario (" + kScenarios + ")");
   if (context.database.empty()) return Usage("--database is required");
   if (context.mock_url.empty()) return Usage("--mock is required");
@@ -237,6 +252,10 @@ int main(int argc, char** argv) {
   } else if (scenario == "soak") {
     if (auto k = bulkhead::load::SoakKnobsFrom(lookup, error)) {
       run = [&context, k = *k] { return bulkhead::load::RunSoak(context, k); };
+    }
+  } else if (scenario == "failover") {
+    if (auto k = bulkhead::load::FailoverKnobsFrom(lookup, error)) {
+      run = [&context, k = *k] { return bulkhead::load::RunFailover(context, k); };
     }
   } else {
     return Usage("unknown scenario '" + scenario + "' (" + kScenarios + ")");
