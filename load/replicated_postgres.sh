@@ -134,12 +134,17 @@ CONF
   echo "host=$dir/a,$dir/b user=bulkhead dbname=postgres target_session_attrs=read-write"
 }
 
-kill_primary() {
+# Stops the primary with pg_ctl's shutdown MODE: immediate is a crash (kill_primary); fast
+# sends the primary's remaining WAL, its shutdown checkpoint included, to the streaming standby
+# before it exits (stop_primary, for a switchover).
+shutdown_primary() {
   local p
   p=$(primary)
   running "$p" || die "the primary ($p) is not running"
-  as_server "$bindir/pg_ctl" -D "$dir/$p/data" -m immediate -w -t 60 stop >/dev/null
+  as_server "$bindir/pg_ctl" -D "$dir/$p/data" -m "$1" -w -t 60 stop >/dev/null
 }
+
+kill_primary() { shutdown_primary immediate; }
 
 promote() {
   local p s
@@ -178,14 +183,7 @@ rewind() {
   fi
 }
 
-stop_primary() {
-  local p
-  p=$(primary)
-  running "$p" || die "the primary ($p) is not running"
-  # A fast shutdown sends the primary's remaining WAL, its shutdown checkpoint included, to the
-  # streaming standby before it exits.
-  as_server "$bindir/pg_ctl" -D "$dir/$p/data" -m fast -w -t 60 stop >/dev/null
-}
+stop_primary() { shutdown_primary fast; }
 
 switchover() {
   stop_primary

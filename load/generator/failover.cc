@@ -9,7 +9,6 @@
 // a steady stream over many channels; it samples every node's /readyz and metrics, and judges
 // each event once the stream has run `settle_s` past it. Runs on the calling thread plus the
 // sender's threads and one sampler thread.
-#include <curl/curl.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -32,6 +31,7 @@
 #include "app_sender.h"
 #include "burst.h"
 #include "fleet_scenarios.h"
+#include "http_get.h"
 #include "mock_client.h"
 #include "node_fleet.h"
 #include "report.h"
@@ -44,39 +44,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kHealthyRoute = "/hook/healthy";
 constexpr const char* kFailingRoute = "/hook/failing";
-
-// One GET over a libcurl easy handle, owned; one per thread. Status 0 when the node did not
-// answer within a second (a node that hangs is what an operator would see too).
-class HttpGetter {
- public:
-  HttpGetter() : curl_(curl_easy_init()) {
-    if (curl_ == nullptr) throw std::runtime_error("curl_easy_init failed");
-  }
-  ~HttpGetter() { curl_easy_cleanup(curl_); }
-  HttpGetter(const HttpGetter&) = delete;
-  HttpGetter& operator=(const HttpGetter&) = delete;
-
-  long Get(const std::string& url, std::string& body) {
-    body.clear();
-    curl_easy_reset(curl_);
-    curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl_, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, 1000L);
-    curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, Append);
-    curl_easy_setopt(curl_, CURLOPT_WRITEDATA, &body);
-    if (curl_easy_perform(curl_) != CURLE_OK) return 0;
-    long status = 0;
-    curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &status);
-    return status;
-  }
-
- private:
-  static size_t Append(char* data, size_t size, size_t n, void* out) {
-    static_cast<std::string*>(out)->append(data, size * n);
-    return size * n;
-  }
-  CURL* curl_;
-};
 
 // The sum of a metric's samples over all its label sets in a Prometheus text exposition.
 double MetricSum(const std::string& text, const std::string& name) {
@@ -139,20 +106,23 @@ class Sampler {
 
  private:
   void Loop() {
-    HttpGetter http;
-    std::string body;
+    // A node that does not answer within a second counts as no answer (status 0): a node that
+    // hangs is what an operator would see too.
+    constexpr std::chrono::milliseconds kTimeout{1000};
     while (!stop_) {
       auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
       for (size_t i = 0; i < nodes_.size(); ++i) {
         Sample s;
         s.at_us = NowUs();
         s.node = i;
-        s.readyz = http.Get(nodes_[i].base_url + "/readyz", body);
-        if (s.readyz != 200) s.reasons = body;
-        if (http.Get(nodes_[i].base_url + "/metrics", body) == 200) {
-          s.leader = MetricSum(body, "bulkhead_leader");
-          s.db_errors = MetricSum(body, "bulkhead_database_errors_total");
-          s.reconnects = MetricSum(body, "bulkhead_reconnects_total");
+        testing::HttpAnswer readyz = testing::HttpGet(nodes_[i].base_url + "/readyz", kTimeout);
+        s.readyz = readyz.status;
+        if (s.readyz != 200) s.reasons = readyz.body;
+        testing::HttpAnswer metrics = testing::HttpGet(nodes_[i].base_url + "/metrics", kTimeout);
+        if (metrics.status == 200) {
+          s.leader = MetricSum(metrics.body, "bulkhead_leader");
+          s.db_errors = MetricSum(metrics.body, "bulkhead_database_errors_total");
+          s.reconnects = MetricSum(metrics.body, "bulkhead_reconnects_total");
         }
         std::lock_guard lock(mu_);
         samples_.push_back(std::move(s));

@@ -14,7 +14,9 @@ constexpr int kMaxPruneBatches = 100;
 }  // namespace
 
 Maintenance::Maintenance(Options options)
-    : options_(std::move(options)), store_(options_.database, "leader"), thread_([this] { Run(); }) {}
+    : options_(std::move(options)),
+      store_(options_.database, "leader"),
+      thread_([this] { Run(); }) {}
 
 Maintenance::~Maintenance() {
   {

@@ -5,21 +5,13 @@
 #include <map>
 #include <mutex>
 
+#include "session_settings.h"
+
 namespace bulkhead {
 namespace {
 
 std::mutex node_mu;
 std::string node_name;  // guarded by node_mu; set once before threads start
-
-// A keyword/value string's value: single-quoted, with \ and ' escaped.
-std::string Quote(const std::string& value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\\' || c == '\'') out += '\\';
-    out += c;
-  }
-  return out + "'";
-}
 
 // The words of libpq's `options`: separated by spaces, a backslash keeps the next character
 // (libpq's own rule, "\ " for a space inside a value).
@@ -123,7 +115,7 @@ StartupSettings TakeStartupSettings(const std::string& conninfo) {
   }
   for (const auto& [keyword, value] : given) {
     if (!result.conninfo.empty()) result.conninfo += ' ';
-    result.conninfo.append(keyword).append("=").append(Quote(value));
+    result.conninfo.append(keyword).append("=").append(ConninfoValue(value));
   }
   return result;
 }
@@ -138,7 +130,7 @@ std::unique_ptr<pqxx::connection> OpenConnection(const std::string& conninfo,
   }
   std::string with_name = startup.conninfo;
   if (!with_name.empty()) with_name += ' ';
-  with_name.append("application_name=").append(Quote(ApplicationName(node, part)));
+  with_name.append("application_name=").append(ConninfoValue(ApplicationName(node, part)));
   auto conn = std::make_unique<pqxx::connection>(with_name);
   if (!startup.settings.empty()) {
     pqxx::nontransaction tx(*conn, "session_settings");

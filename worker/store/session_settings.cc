@@ -12,8 +12,9 @@ namespace {
 // Whole seconds, rounded up: libpq's keepalive and connect settings count seconds.
 int64_t Seconds(int64_t ms) { return (ms + 999) / 1000; }
 
-// A keyword/value string's value: single-quoted, with \ and ' escaped.
-std::string Quote(const std::string& value) {
+}  // namespace
+
+std::string ConninfoValue(const std::string& value) {
   std::string out = "'";
   for (char c : value) {
     if (c == '\\' || c == '\'') out += '\\';
@@ -21,8 +22,6 @@ std::string Quote(const std::string& value) {
   }
   return out + "'";
 }
-
-}  // namespace
 
 std::string WithSessionSettings(const std::string& conninfo, const DatabaseTimeouts& timeouts) {
   char* error = nullptr;
@@ -60,7 +59,7 @@ std::string WithSessionSettings(const std::string& conninfo, const DatabaseTimeo
   std::string out;
   for (const auto& [keyword, value] : given) {
     if (!out.empty()) out += ' ';
-    out += keyword + "=" + Quote(value);
+    out += keyword + "=" + ConninfoValue(value);
   }
   return out;
 }

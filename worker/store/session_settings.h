@@ -35,4 +35,7 @@ struct DatabaseTimeouts {
 
 std::string WithSessionSettings(const std::string& conninfo, const DatabaseTimeouts& timeouts);
 
+// A value as a keyword/value connection string writes it: single-quoted, with \ and ' escaped.
+std::string ConninfoValue(const std::string& value);
+
 }  // namespace bulkhead
