@@ -42,7 +42,10 @@ ThrowawayPgBouncer::ThrowawayPgBouncer(const ThrowawayPostgres& cluster,
   if (access(kBinary, X_OK) != 0) {
     throw std::runtime_error(std::string(kBinary) + " is missing (./setup.sh installs pgbouncer)");
   }
-  std::string pattern = (fs::temp_directory_path() / "bulkhead-pgbouncer-XXXXXX").string();
+  // Under root, PgBouncer runs as `postgres`, which must reach the folder: /tmp always lets it,
+  // a $TMPDIR under root's home would not (as for the cluster, throwaway_postgres.cc).
+  const fs::path parent = geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
+  std::string pattern = (parent / "bulkhead-pgbouncer-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
   }
