@@ -7,7 +7,9 @@
 //
 // PgBouncer refuses to run as root, so under root it runs as the `postgres` system user, as the
 // cluster does, daemonized with a pid file; the destructor stops it (SIGINT, then SIGKILL) and
-// removes its folder. Made and destroyed by the test's main thread.
+// removes its folder. A test process killed without unwinding leaves it running (unlike the
+// cluster, it does not die with its parent); it serves only a cluster that is gone by then.
+// Made and destroyed by the test's main thread.
 #pragma once
 
 #include <filesystem>
