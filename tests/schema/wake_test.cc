@@ -1,7 +1,9 @@
 // The wake-up of bulkhead.enqueue: a NOTIFY on channel `bulkhead_jobs` whose payload is the
-// queue name, sent at COMMIT, once per queue per transaction; none for a rolled-back
-// transaction, for jobs due later or for parked jobs; and a debounce flag that rolls back with a
-// savepoint together with the notification it stands for.
+// queue name, sent at COMMIT, once per queue per transaction, and only for a queue that has a
+// runner marked asleep in bulkhead.sleepers when the transaction commits (migration 0010, ADR
+// 0019); none for a rolled-back transaction, for jobs due later or for parked jobs; and a
+// debounce flag that rolls back with a savepoint together with the notification it stands for.
+// Unless a test says otherwise, a runner of each queue sleeps.
 //
 // A listening session collects the notifications. After the writer is done, a fence
 // notification on another channel is committed; notifications reach a listener in commit
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "claim_store.h"
 #include "database_test.h"
 #include "tenancy.h"
 
@@ -45,6 +48,8 @@ class WakeTest : public DatabaseTest {
     if (HasFatalFailure()) return;
     default_channel_ = CreateChannel(db(), CreateTenant(db(), "acme", "default"));
     bulk_channel_ = CreateChannel(db(), CreateTenant(db(), "globex", "bulk"));
+    Sleep("default", "node-a");
+    Sleep("bulk", "node-b");
     listener_ = Connect();
     jobs_ = std::make_unique<Collector>(*listener_, "bulkhead_jobs");  // LISTENs now
     fence_ = std::make_unique<Collector>(*listener_, kFence);
@@ -82,6 +87,13 @@ class WakeTest : public DatabaseTest {
   }
 
   using Payloads = std::vector<std::string>;
+
+  // Marks node's runner of queue asleep, as QueueRunner does (ClaimStore::MarkAsleep), from a
+  // session of its own.
+  void Sleep(const std::string& queue, const std::string& node) {
+    auto conn = Connect();
+    ClaimStore(*conn).MarkAsleep(queue, node);
+  }
 
   int64_t default_channel_ = 0;
   int64_t bulk_channel_ = 0;
@@ -180,6 +192,50 @@ TEST_F(WakeTest, TheDebounceFlagRollsBackWithASavepoint) {
   tx.exec("ROLLBACK TO SAVEPOINT before_enqueue");
   tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM bulkhead.jobs")[0].as<int>(), 1);
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{"default"});
+}
+
+}  // namespace
+}  // namespace bulkhead
+
+namespace bulkhead {
+namespace {
+
+TEST_F(WakeTest, NoRunnerAsleepNoNotification) {
+  Exec("DELETE FROM bulkhead.sleepers");
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  tx.exec("SELECT bulkhead.enqueue(" + Str(bulk_channel_) + ", '{}')");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{});
+}
+
+TEST_F(WakeTest, ARunnerOfAnotherQueueAsleepWakesOnlyItsQueue) {
+  Exec("DELETE FROM bulkhead.sleepers WHERE queue = 'default'");
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  tx.exec("SELECT bulkhead.enqueue(" + Str(bulk_channel_) + ", '{}')");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{"bulk"});
+}
+
+// The look happens at COMMIT: a runner that marks itself asleep while the enqueuing
+// transaction is still open is notified. (Looking at the enqueue, it would wait for its poll.)
+TEST_F(WakeTest, ARunnerThatFallsAsleepBeforeTheCommitIsNotified) {
+  Exec("DELETE FROM bulkhead.sleepers");
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  Sleep("default", "node-a");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{"default"});
+}
+
+// Two runners asleep on one queue: one notification, which every listening node receives.
+TEST_F(WakeTest, TwoRunnersAsleepOnAQueueStillOneNotification) {
+  Sleep("default", "node-c");
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
   tx.commit();
   EXPECT_EQ(Received(), Payloads{"default"});
 }

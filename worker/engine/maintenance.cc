@@ -90,6 +90,8 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
            {"nodes", rescue.nodes},
            {"detail", "returned the jobs of nodes whose lease ran out to the queue"}});
     }
+    // Their runners' sleeping marks too: enqueues would notify them for nothing.
+    store.ForgetSleepers();
   }
   if (now >= next_park_) {
     next_park_ = now + options_.park_every;

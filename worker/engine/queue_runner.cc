@@ -200,6 +200,8 @@ void QueueRunner::Run() {
     if (free > 0 && options_.lease && !options_.lease->Held(now)) {
       // The node's heartbeat has not landed for most of a lease: what it claimed now, rescue
       // could give to another node. Wait for a heartbeat (or stop); the node logs the lapse.
+      // The leader may delete this node's sleeping mark meanwhile: write it again after.
+      sleep_.Lost();
       cv_.wait_for(lock, kLeaseRecheck, [&] { return stop_; });
       continue;
     }
@@ -210,7 +212,7 @@ void QueueRunner::Run() {
       lock.lock();
       continue;
     }
-    bool due = more || wake_ || now >= next_poll;
+    bool due = more || wake_ || now >= next_poll || now >= sleep_.recheck_at();
     if (free > 0 && due && writer_.Saturated()) {
       // Results are not being written fast enough: claiming more would only pile them up,
       // and what is unwritten is what a crash sends twice (CompletionWriter's bound). Looked
@@ -219,22 +221,29 @@ void QueueRunner::Run() {
       continue;
     }
     if (free > 0 && due) {
+      const bool polled = now >= next_poll;
       wake_ = false;
       // An enqueue's wake-up: this claim lends nothing, and the claim right after it does
       // (ADR 0015), while such claims find news (NewsClaims).
       const bool news = std::exchange(news_, false) && news_claims_.WithoutLending(now);
       const uint64_t ended_before = ended_;
       lock.unlock();
+      // The poll writes the sleeping mark again before it claims: the leader deletes the marks
+      // of a node whose lease lapsed, and a crash empties the table, unseen by a waiting runner.
+      if (polled && sleep_.marked()) MarkAsleep();
       int taken = 0;
       bool lending_withheld = false;
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, !news, &taken, &lending_withheld);
       if (news) news_claims_.Took(taken, now);
+      sleep_.Claimed(now);
       next_poll = NextPoll();
       std::vector<std::pair<int64_t, int64_t>> claimed;  // channel, tenant
       claimed.reserve(jobs.size());
       for (const auto& job : jobs) claimed.emplace_back(job.channel_id, job.tenant_id);
       CapsReached reached = Dispatch(std::move(jobs));
       cap_summary_.CountReached(reached);
+      // Busy again: enqueues need not notify. After the requests are out, not before.
+      if (sleep_.NeedsUnmark(taken)) MarkAwake();
       lock.lock();
       // When to claim again at once, rather than wait for an end that wakes the runner (one of
       // a channel at its window or cap, or of a tenant at its cap), an enqueue or the poll:
@@ -261,11 +270,22 @@ void QueueRunner::Run() {
              lending_withheld;
       continue;
     }
+    if (free > 0 && sleep_.NeedsMark()) {
+      // About to wait with free slots: from now on enqueues must notify this runner. Then
+      // claim once more, for what committed before the mark did (SleepMark).
+      lock.unlock();
+      MarkAsleep();
+      lock.lock();
+      more = sleep_.marked();
+      continue;
+    }
     if (free > 0) {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
-      // channel's slot, the poll, or stop.
+      // channel's slot, the poll, the sleeping mark's recheck, or stop.
       cv_.wait_until(
-          lock, std::min({next_poll, next_probe, cap_summary_.next_summary(), answers_.due()}),
+          lock,
+          std::min({next_poll, next_probe, cap_summary_.next_summary(), answers_.due(),
+                    sleep_.recheck_at()}),
           [&] { return stop_ || wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
@@ -279,6 +299,7 @@ void QueueRunner::Run() {
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
   lock.unlock();
+  if (sleep_.marked()) MarkAwake();
   answers_.Close(std::chrono::steady_clock::now());
 }
 
@@ -345,6 +366,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       if (!backoff) backoff.emplace();
       wait = backoff->Next();
       claim_ok_ = false;
+      sleep_.Lost();  // a restarted or promoted database has no mark of ours
       Log(LogLevel::kWarn, "claim_failed",
           {{"tier", options_.tier.name},
            {"error", FirstLine(e.what())},
@@ -353,6 +375,32 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
     }
     std::unique_lock lock(mu_);
     if (cv_.wait_for(lock, wait, [&] { return stop_; })) return {};
+  }
+}
+
+void QueueRunner::MarkAsleep() {
+  try {
+    store_.Get().MarkAsleep(options_.tier.name, options_.node);
+    sleep_.Marked(std::chrono::steady_clock::now());
+  } catch (const std::exception& e) {
+    // Waiting unmarked costs a new job the fallback poll at worst; the next claim reconnects.
+    sleep_.Failed();
+    Log(LogLevel::kWarn, "sleep_mark_failed",
+        {{"tier", options_.tier.name}, {"error", FirstLine(e.what())}});
+    store_.Reset();
+  }
+}
+
+void QueueRunner::MarkAwake() {
+  try {
+    store_.Get().MarkAwake(options_.tier.name, options_.node);
+    sleep_.Unmarked();
+  } catch (const std::exception& e) {
+    // A mark left behind costs enqueues a notification each; the leader deletes it if the node
+    // dies, and this runner deletes it after its next claim that takes work.
+    Log(LogLevel::kWarn, "sleep_mark_failed",
+        {{"tier", options_.tier.name}, {"error", FirstLine(e.what())}});
+    store_.Reset();
   }
 }
 

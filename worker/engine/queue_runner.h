@@ -39,13 +39,14 @@
 // or that took jobs while others ended (its counts went stale), or that left a channel it took
 // from below its window with the channel's tenant below its cap (it took less than the caps
 // allow; Run says why each matters). Otherwise it waits for a wake-up: an enqueue's NOTIFY (via
-// Wake()), the end of a job whose channel was at its window or cap or whose tenant was at its
-// cap (a slot opened for what the caps held back), or the jittered fallback poll
-// (poll_interval ±20 %, which is also what finds retries coming due). A claim asks for all
-// free slots at once, so at high throughput one round trip refills many. A claim an enqueue's
-// wake-up starts lends nothing, and the next claim, at once, does: beside a borrower the news
-// then waits only for the claim in progress, not also for its own claim to lock and write the
-// borrower's lent jobs (ADR 0015). After three such claims in a row that took nothing (a lone
+// Wake(); before it waits with free slots the runner marks itself asleep, and enqueues notify
+// only a queue with a runner so marked: SleepMark, ADR 0019), the end of a job whose channel was at
+// its window or cap or whose tenant was at its cap (a slot opened for what the caps held back), or
+// the jittered fallback poll (poll_interval ±20 %, which is also what finds retries coming due). A
+// claim asks for all free slots at once, so at high throughput one round trip refills many. A claim
+// an enqueue's wake-up starts lends nothing, and the next claim, at once, does: beside a borrower
+// the news then waits only for the claim in progress, not also for its own claim to lock and write
+// the borrower's lent jobs (ADR 0015). After three such claims in a row that took nothing (a lone
 // borrower's own enqueues, held by its cap), wake-ups claim as any claim does for a poll
 // interval (NewsClaims).
 //
@@ -102,6 +103,7 @@
 #include "news_claims.h"
 #include "retry_policy.h"
 #include "skip_scan_cursor.h"
+#include "sleep_mark.h"
 #include "store_connection.h"
 #include "window_look_ahead.h"
 
@@ -184,6 +186,10 @@ class QueueRunner {
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
   using CapsReached = CapLedger::AtCap;
   std::vector<ClaimedJob> ClaimProbes(int limit);
+  // Write and delete this runner's row in bulkhead.sleepers (sleep_), on the runner thread;
+  // a failure is logged and resets the connection.
+  void MarkAsleep();
+  void MarkAwake();
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
   std::chrono::steady_clock::time_point NextPoll();
@@ -259,6 +265,8 @@ class QueueRunner {
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;
+  // Whether enqueues must notify this runner now (runner thread only; see sleep_mark.h).
+  SleepMark sleep_;
   // Whether a wake-up's claim lends nothing (runner thread only; see news_claims.h).
   NewsClaims news_claims_;
   // Channels whose claimed jobs Dispatch handed back because the board knows them open while

@@ -151,6 +151,16 @@ int ClaimStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {
   return snoozed;
 }
 
+void ClaimStore::MarkAsleep(const std::string& queue, const std::string& node) {
+  pqxx::nontransaction tx(conn_, "mark_asleep");
+  tx.exec_prepared("mark_asleep", queue, node);
+}
+
+void ClaimStore::MarkAwake(const std::string& queue, const std::string& node) {
+  pqxx::nontransaction tx(conn_, "mark_awake");
+  tx.exec_prepared("mark_awake", queue, node);
+}
+
 GoneOutcome ClaimStore::DisableGone(const GoneAnswer& answer, const std::string& node) {
   pqxx::work tx(conn_, "disable_gone");
   pqxx::result rows = tx.exec_prepared("disable_gone", answer.channel, answer.job, answer.attempt,

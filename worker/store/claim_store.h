@@ -1,6 +1,6 @@
 // ClaimStore: what a queue runner runs against the database — the claim, the breaker's probe
-// claim, the Retry-After snooze, the 410 Gone disable, and the
-// hand-back at shutdown. Its SQL, with each statement's contract and reasons, is
+// claim, the Retry-After snooze, its sleeping mark, the 410 Gone disable, and the hand-back at
+// shutdown. Its SQL, with each statement's contract and reasons, is
 // worker/store/claim_store.sql; the store prepares only those statements on its connection.
 //
 // One ClaimStore per connection, and both belong to the queue runner's thread. Database errors
@@ -22,8 +22,9 @@ namespace bulkhead {
 class ClaimStore {
  public:
   // The names (worker/store/claim_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {"Claim", "ClaimProbes", "SnoozeChannel",
-                                                     "DisableGone", "HandBack"};
+  static constexpr std::string_view kStatements[] = {"Claim",      "ClaimProbes", "SnoozeChannel",
+                                                     "MarkAsleep", "MarkAwake",   "DisableGone",
+                                                     "HandBack"};
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit ClaimStore(pqxx::connection_base& conn);
@@ -52,6 +53,11 @@ class ClaimStore {
   // Pushes the channel's available jobs to no earlier than now() + delay_ms (a Retry-After);
   // never earlier than they were. Returns the jobs moved.
   int SnoozeChannel(int64_t channel, int64_t delay_ms);
+
+  // Marks `node`'s runner of `queue` as waiting for news, so that enqueues notify it, or as
+  // busy, so that they do not (bulkhead.sleepers, ADR 0019). Each is its own transaction.
+  void MarkAsleep(const std::string& queue, const std::string& node);
+  void MarkAwake(const std::string& queue, const std::string& node);
 
   // Disables and pauses the channel (disabled_reason: "the endpoint answered 410 Gone at
   // <UTC time> (job <id>)"), parks its waiting backlog and the answering job (its attempt not

@@ -428,6 +428,17 @@ UPDATE bulkhead.jobs
  WHERE channel_id = $1 AND state = 'available'
    AND scheduled_at < now() + $2 * interval '1 millisecond'
 
+-- name: MarkAsleep
+-- Records that node $2's runner of queue $1 waits for news (migration 0010, ADR 0019).
+-- An enqueue's trigger notifies a queue only while such a row exists. Unlogged, so the
+-- statement writes no WAL and its commit waits for no flush; a row already there stays as it
+-- is (no new row version for a runner that writes it again).
+INSERT INTO bulkhead.sleepers (queue, node) VALUES ($1, $2) ON CONFLICT DO NOTHING
+
+-- name: MarkAwake
+-- Deletes node $2's row for queue $1: its runner is busy and claims again by itself.
+DELETE FROM bulkhead.sleepers WHERE queue = $1 AND node = $2
+
 -- name: DisableGone
 -- Disables and pauses channel $1 after job $2 got 410 Gone; parks its backlog and that job.
 -- An endpoint answered 410 Gone: the channel is disabled (enqueue refuses it

@@ -72,6 +72,11 @@ int FleetStore::ForgetNodes(int64_t after_ms) {
   return forgotten;
 }
 
+int FleetStore::ForgetSleepers() {
+  pqxx::nontransaction tx(conn_, "forget_sleepers");
+  return static_cast<int>(tx.exec_prepared("forget_sleepers").affected_rows());
+}
+
 int FleetStore::PruneFinished(int64_t retention_ms, int batch) {
   pqxx::work tx(conn_, "prune_finished");
   int pruned =

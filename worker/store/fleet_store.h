@@ -26,10 +26,10 @@ class FleetStore {
  public:
   // The names (worker/store/fleet_store.sql) of the statements it prepares.
   static constexpr std::string_view kStatements[] = {
-      "RegisterTiers",   "RegisterNode",  "Heartbeat",       "ReturnStranded",
-      "RemoveNode",      "Lead",          "Depose",          "RescueLost",
-      "ForgetNodes",     "PruneFinished", "PruneOldSecrets", "ParkBehindOpen",
-      "ReconcileParked", "SampleJobs",    "SampleBreakers",  "SampleLag"};
+      "RegisterTiers",  "RegisterNode",    "Heartbeat",      "ReturnStranded",  "RemoveNode",
+      "Lead",           "Depose",          "RescueLost",     "ForgetNodes",     "ForgetSleepers",
+      "PruneFinished",  "PruneOldSecrets", "ParkBehindOpen", "ReconcileParked", "SampleJobs",
+      "SampleBreakers", "SampleLag"};
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit FleetStore(pqxx::connection_base& conn);
@@ -49,7 +49,7 @@ class FleetStore {
   // ago that are not in `held` (every job the node holds in memory).
   Stranded ReturnStranded(const std::string& node, const std::vector<int64_t>& held,
                           int64_t min_age_ms);
-  // Removes the node's row (clean shutdown).
+  // Removes the node's row and its sleeping marks (clean shutdown).
   void RemoveNode(const std::string& node);
 
   // ---- Fleet maintenance (the leader's) ----
@@ -66,6 +66,8 @@ class FleetStore {
   Rescue RescueLost(const std::string& also = "");
   // Removes the rows of nodes whose lease ended over `after_ms` ago and that own no job.
   int ForgetNodes(int64_t after_ms);
+  // Deletes the sleeping marks (bulkhead.sleepers) of nodes that hold no lease. Returns them.
+  int ForgetSleepers();
   // Deletes up to `batch` jobs finished over `retention_ms` ago. Returns how many.
   int PruneFinished(int64_t retention_ms, int batch);
   // Deletes old channel secrets whose rotation window ended and clears the claim's gate of

@@ -74,7 +74,8 @@ SELECT (SELECT count(*) FROM stranded) AS jobs,
           FROM (SELECT DISTINCT queue FROM stranded WHERE state = 'available') AS woken) AS woken
 
 -- name: RemoveNode
--- Removes node $1's row (clean shutdown).
+-- Removes node $1's row (clean shutdown), and its runners' rows in bulkhead.sleepers.
+WITH awake AS (DELETE FROM bulkhead.sleepers WHERE node = $1)
 DELETE FROM bulkhead.nodes WHERE name = $1
 
 -- name: Lead
@@ -179,6 +180,13 @@ DELETE FROM bulkhead.nodes n
  WHERE n.lease_until < now() - $1 * interval '1 millisecond'
    AND (SELECT true FROM bulkhead.jobs j
          WHERE j.state = 'executing' AND j.attempted_by = n.name LIMIT 1) IS NULL
+
+-- name: ForgetSleepers
+-- Deletes the bulkhead.sleepers rows of nodes that hold no lease (ADR 0019).
+-- A node that died while its runners waited leaves rows that make every enqueue of their queues
+-- notify. The table holds a few rows per node, so this reads it whole.
+DELETE FROM bulkhead.sleepers s
+ WHERE NOT EXISTS (SELECT 1 FROM bulkhead.nodes n WHERE n.name = s.node AND n.lease_until > now())
 
 -- name: PruneFinished
 -- Deletes up to $2 jobs finished over $1 ms ago, oldest first.

@@ -1,0 +1,63 @@
+// SleepMark: when a queue runner writes, rechecks and deletes its sleeping mark (ADR 0019).
+// Pure logic with a fake clock; the mark's effect on enqueues is tests/schema/wake_test.cc, and
+// a node woken through it is NodeTest.AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll.
+#include "sleep_mark.h"
+
+#include <gtest/gtest.h>
+
+namespace bulkhead {
+namespace {
+
+using Clock = SleepMark::Clock;
+constexpr Clock::time_point kNever = Clock::time_point::max();
+
+TEST(SleepMarkTest, AFreshRunnerMarksItselfThenRechecksOnce) {
+  SleepMark mark;
+  const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
+  EXPECT_TRUE(mark.NeedsMark());
+  EXPECT_EQ(mark.recheck_at(), kNever);
+  mark.Marked(t0);
+  EXPECT_FALSE(mark.NeedsMark());
+  EXPECT_EQ(mark.recheck_at(), t0 + SleepMark::kRecheck);
+  mark.Claimed(t0);  // the claim right after the mark is not the recheck
+  EXPECT_EQ(mark.recheck_at(), t0 + SleepMark::kRecheck);
+  mark.Claimed(t0 + SleepMark::kRecheck);
+  EXPECT_EQ(mark.recheck_at(), kNever);
+  EXPECT_TRUE(mark.marked());
+}
+
+TEST(SleepMarkTest, TheMarkGoesWhenAClaimTakesWorkAndOnlyThen) {
+  SleepMark mark;
+  EXPECT_FALSE(mark.NeedsUnmark(5)) << "nothing to delete before a mark";
+  mark.Marked(Clock::now());
+  EXPECT_FALSE(mark.NeedsUnmark(0));
+  EXPECT_TRUE(mark.NeedsUnmark(1));
+  mark.Unmarked();
+  EXPECT_FALSE(mark.marked());
+  EXPECT_TRUE(mark.NeedsMark());
+  EXPECT_EQ(mark.recheck_at(), kNever);
+}
+
+TEST(SleepMarkTest, ThePollsRewriteAddsNoRecheck) {
+  SleepMark mark;
+  const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
+  mark.Marked(t0);
+  mark.Claimed(t0 + SleepMark::kRecheck);
+  mark.Marked(t0 + std::chrono::seconds(1));
+  EXPECT_EQ(mark.recheck_at(), kNever);
+}
+
+TEST(SleepMarkTest, AFailedMarkWaitsForASuccessfulClaimAndALostOneIsWrittenAgain) {
+  SleepMark mark;
+  mark.Failed();
+  EXPECT_FALSE(mark.NeedsMark()) << "no retry loop against a database that is down";
+  mark.Claimed(Clock::now());
+  EXPECT_TRUE(mark.NeedsMark());
+  mark.Marked(Clock::now());
+  mark.Lost();
+  EXPECT_TRUE(mark.NeedsMark());
+  EXPECT_FALSE(mark.marked());
+}
+
+}  // namespace
+}  // namespace bulkhead

@@ -1,0 +1,69 @@
+// SleepMark: when a queue runner writes and deletes its row in bulkhead.sleepers, the mark that
+// makes enqueues of its queue notify it (ADR 0019, migration 0010).
+//
+// An enqueuing transaction notifies at COMMIT only if a runner of its queue has a row there. So
+// a runner marks itself asleep when it is about to wait with free slots, and awake when a claim
+// takes work again; while it is busy, enqueues send nothing, and their commits share no lock.
+//
+// The race, and how it closes. An enqueue whose trigger looked before the mark committed sends
+// nothing; the runner must find its job itself:
+//   - committed before the mark: the claim right after marking (Marked() asks for it) sees it;
+//   - committing while the mark commits (its trigger looked, its flush had not ended): the
+//     recheck, one claim kRecheck after marking, sees it, and past that the fallback poll.
+// A mark can vanish without the runner deleting it: a crash empties the unlogged table, and the
+// leader deletes the marks of a node whose lease lapsed. The runner calls Lost() after any
+// database error and any lapse of its lease, and marks itself again before its next wait; and
+// each fallback poll of a marked runner writes the mark again (a no-op when it is there).
+//
+// Not thread-safe: the queue runner's thread alone owns it. Time is passed in.
+#pragma once
+
+#include <chrono>
+
+namespace bulkhead {
+
+class SleepMark {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Long enough for an enqueue's commit to end after its trigger looked (a flush, a
+  // synchronous standby's round trip), short enough to stay below the pick-up targets.
+  static constexpr std::chrono::milliseconds kRecheck{20};
+
+  // Whether the runner must write its mark before it waits: not after a failed attempt until a
+  // claim has succeeded (the database may be down; the claim backs off, the mark need not).
+  bool NeedsMark() const { return !marked_ && !failed_; }
+  // Writing the mark failed.
+  void Failed() { failed_ = true; }
+  // The mark committed at `now`. Written anew (not rewritten by the poll): claim again at
+  // once, and once more at recheck_at().
+  void Marked(Clock::time_point now) {
+    if (!marked_) recheck_at_ = now + kRecheck;
+    marked_ = true;
+  }
+  // When the recheck claim is due; time_point::max() when none is.
+  Clock::time_point recheck_at() const { return recheck_at_; }
+  // A claim started at `started` succeeded; one started at or after recheck_at() was the
+  // recheck.
+  void Claimed(Clock::time_point started) {
+    failed_ = false;
+    if (started >= recheck_at_) recheck_at_ = Clock::time_point::max();
+  }
+
+  // Whether a claim that took `taken` rows means the runner must delete its mark.
+  bool NeedsUnmark(int taken) const { return marked_ && taken > 0; }
+  // The mark is deleted, or may be gone: write it again before the next wait.
+  void Unmarked() {
+    marked_ = false;
+    recheck_at_ = Clock::time_point::max();
+  }
+  void Lost() { Unmarked(); }
+
+  bool marked() const { return marked_; }
+
+ private:
+  bool marked_ = false;
+  bool failed_ = false;
+  Clock::time_point recheck_at_ = Clock::time_point::max();
+};
+
+}  // namespace bulkhead
