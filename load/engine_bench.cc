@@ -572,6 +572,22 @@ int Latency(const Args& args) {
     }
   }
 
+  // What an idle node costs the database: transactions committed in 10 s with nothing to do
+  // (its fallback poll's claim and sleeping mark, heartbeat, leader's work; issue 30, goal 1),
+  // less the two of this count. Backends report their counts within about a second of going
+  // idle, so the figure is good to about a tenth.
+  double idle_tps = -1;
+  if (args.background == 0) {
+    auto commits = [&] {
+      pqxx::nontransaction tx(conn);
+      return tx.exec1("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0]
+          .as<int64_t>();
+    };
+    const int64_t before = commits();
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    idle_tps = static_cast<double>(commits() - before - 2) / 10.0;
+  }
+
   // Sampled every 250 ms while the traffic runs: the rows executing (in flight, or delivered
   // and not yet written) and the node's memory.
   std::atomic<bool> sampling{true};
@@ -638,6 +654,9 @@ int Latency(const Args& args) {
                                                                                   : min_executing),
       static_cast<long long>(max_executing), peak_mib, cpu_s, load_before.c_str(),
       load_after.c_str());
+  if (idle_tps >= 0) {
+    std::printf("  idle node before the traffic: %.1f database transactions/s\n", idle_tps);
+  }
   return l.received == static_cast<size_t>(total) ? 0 : 1;
 }
 

@@ -9,9 +9,13 @@
 # (ENQUEUE_BENCH_CLIENT_LIST) of one delivery each, over 100 channels, for
 #   plain        an INSERT of a similar row (three columns: id, a key, the payload) into a
 #                plain table: what the application's own writes cost
-#   enqueue      SELECT bulkhead.enqueue(channel, payload)
-#   no_notify    the same with the wake-up already sent for the session (bulkhead.woken.default
-#                on, so no NOTIFY): what the NOTIFY costs
+#   enqueue      SELECT bulkhead.enqueue(channel, payload), no runner asleep: a busy fleet's
+#                case, where no enqueue notifies (migration 0010, ADR 0019)
+#   asleep       the same with a runner of the queue marked asleep throughout: every commit
+#                notifies, as every enqueue did before migration 0010 (a real runner deletes
+#                its mark at its first claim that takes work)
+#   no_notify    the same with the wake-up flag set for the session (bulkhead.woken.default
+#                on): the trigger returns at once
 # each against a freshly migrated database, side by side in one run, with the load average.
 #
 # Three cases, each against a freshly migrated database on an embedded PostgreSQL (.run/bench-pg),
@@ -73,7 +77,7 @@ SQL
     "synchronous_commit $(psql "$conn" -At -c "SHOW synchronous_commit")), ${seconds} s a case;"\
     "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   for n in $list; do
-    for case in plain enqueue no_notify; do
+    for case in plain enqueue asleep no_notify; do
       psql "$conn" -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench"
       db="${conn/dbname=postgres/dbname=bench}"
       build/bin/bulkhead migrate up --database "$db" >/dev/null
@@ -83,6 +87,9 @@ SQL
                  -c "INSERT INTO bulkhead.channels (tenant_id, url)
                        SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id" \
                  -c "CHECKPOINT"
+      if [ "$case" = asleep ]; then
+        psql "$db" -c "INSERT INTO bulkhead.sleepers (queue, node) VALUES ('default', 'bench')"
+      fi
       script=enqueue100.sql options=
       [ "$case" = plain ] && script=plain.sql
       [ "$case" = no_notify ] && options="-c bulkhead.woken.default=on"
@@ -94,13 +101,14 @@ SQL
   rm -rf "$scripts"
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
-  printf '%-8s %10s %10s %10s %12s %14s\n' clients plain enqueue no_notify enqueue/plain \
-    no_notify/plain
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+  printf '%-8s %8s %8s %8s %10s %14s %13s %16s\n' clients plain enqueue asleep no_notify \
+    enqueue/plain asleep/plain no_notify/plain
   for n in $list; do
-    printf '%-8s %10s %10s %10s %12s %14s\n' "$n" "${tps[plain.$n]}" "${tps[enqueue.$n]}" \
-      "${tps[no_notify.$n]}" \
-      "$(awk -v a="${tps[enqueue.$n]}" -v b="${tps[plain.$n]}" 'BEGIN {printf "%.2f", a / b}')" \
-      "$(awk -v a="${tps[no_notify.$n]}" -v b="${tps[plain.$n]}" 'BEGIN {printf "%.2f", a / b}')"
+    printf '%-8s %8s %8s %8s %10s %14s %13s %16s\n' "$n" "${tps[plain.$n]}" "${tps[enqueue.$n]}" \
+      "${tps[asleep.$n]}" "${tps[no_notify.$n]}" "$(ratio "${tps[enqueue.$n]}" "${tps[plain.$n]}")" \
+      "$(ratio "${tps[asleep.$n]}" "${tps[plain.$n]}")" \
+      "$(ratio "${tps[no_notify.$n]}" "${tps[plain.$n]}")"
   done
   exit 0
 fi
