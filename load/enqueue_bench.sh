@@ -16,6 +16,11 @@
 #                its mark at its first claim that takes work)
 #   no_notify    the same with the wake-up flag set for the session (bulkhead.woken.default
 #                on): the trigger returns at once
+#   draining     enqueue while one `bulkhead run` node (shipped tiers) delivers to bulkhead-mock
+#                (/hook/fast) on the same machine: the production shape. Its runner marks itself
+#                asleep whenever it drains the queue; the share of 100 ms samples that found a
+#                mark is printed (the share of the time enqueues notified). The node's CPU is
+#                taken from the same two cores as pgbench's and PostgreSQL's.
 # each against a freshly migrated database, side by side in one run, with the load average.
 #
 # Three cases, each against a freshly migrated database on an embedded PostgreSQL (.run/bench-pg),
@@ -71,13 +76,40 @@ SQL
 \set ch random(1, 100)
 SELECT bulkhead.enqueue(:ch, '{"type": "message.created", "conversation": 7, "text": "hello"}');
 SQL
+  # The draining case's node and receiver (build/bin/bulkhead, bulkhead-mock), one at a time.
+  mock_pid= node_pid=
+  start_draining_node() {
+    local db=$1 work=.run/enqueue-bench
+    mkdir -p "$work"
+    rm -f "$work/mock.port"
+    build/bin/bulkhead-mock --listen 127.0.0.1:0 --port-file "$work/mock.port" >"$work/mock.log" 2>&1 &
+    mock_pid=$!
+    for _ in $(seq 100); do [ -s "$work/mock.port" ] && break; sleep 0.1; done
+    psql "$db" -c "UPDATE bulkhead.channels SET url = 'http://127.0.0.1:$(cat "$work/mock.port")/hook/fast'"
+    local sock=${db#host=}
+    sock=${sock%% *}
+    cat >"$work/node.json" <<JSON
+{"node": "enqueue-bench", "database": "postgresql://bulkhead@/bench?host=$sock",
+ "tiers_dir": "$PWD/tiers", "tiers": ["default"], "allowed_networks": ["127.0.0.0/8"]}
+JSON
+    build/bin/bulkhead run --config "$work/node.json" >"$work/node.log" 2>&1 &
+    node_pid=$!
+    for _ in $(seq 100); do
+      [ "$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.sleepers")" -gt 0 ] && break
+      sleep 0.1
+    done
+  }
+  stop_draining_node() {
+    kill -TERM "$node_pid" && wait "$node_pid" || true
+    kill "$mock_pid" && wait "$mock_pid" 2>/dev/null || true
+  }
   declare -A tps
   list=${ENQUEUE_BENCH_CLIENT_LIST:-1 4 16 32}
   echo "load/enqueue_bench.sh commit: durability on ($(psql "$conn" -At -c "SHOW fsync"),"\
     "synchronous_commit $(psql "$conn" -At -c "SHOW synchronous_commit")), ${seconds} s a case;"\
     "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   for n in $list; do
-    for case in plain enqueue asleep no_notify; do
+    for case in plain enqueue asleep no_notify draining; do
       psql "$conn" -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench"
       db="${conn/dbname=postgres/dbname=bench}"
       build/bin/bulkhead migrate up --database "$db" >/dev/null
@@ -93,22 +125,41 @@ SQL
       script=enqueue100.sql options=
       [ "$case" = plain ] && script=plain.sql
       [ "$case" = no_notify ] && options="-c bulkhead.woken.default=on"
+      if [ "$case" = draining ]; then
+        start_draining_node "$db"
+        marks_file=$(mktemp)
+        (end=$((SECONDS + seconds)); while [ $SECONDS -lt $end ]; do
+           psql "$db" -At -c "SELECT count(*) > 0 FROM bulkhead.sleepers"; sleep 0.1; done
+        ) >"$marks_file" &
+        sampler=$!
+      fi
       tps[$case.$n]=$(PGOPTIONS="$options" "$bindir/pgbench" -n -c "$n" -j "$((n < 2 ? 1 : 2))" \
                         -T "$seconds" -f "$scripts/$script" "$db" | awk '/^tps = / {printf "%.0f", $3}')
-      echo "$n clients, $case: ${tps[$case.$n]} transactions/s"
+      note=
+      if [ "$case" = draining ]; then
+        wait "$sampler"
+        note=" (a mark in $(grep -c t "$marks_file") of $(wc -l <"$marks_file") samples;"
+        note+=" $(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed'")"
+        note+=" delivered)"
+        rm -f "$marks_file"
+        stop_draining_node
+      fi
+      echo "$n clients, $case: ${tps[$case.$n]} transactions/s$note"
     done
   done
   rm -rf "$scripts"
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-  printf '%-8s %8s %8s %8s %10s %14s %13s %16s\n' clients plain enqueue asleep no_notify \
-    enqueue/plain asleep/plain no_notify/plain
+  printf '%-8s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' clients plain enqueue asleep \
+    no_notify draining enqueue/plain asleep/plain no_notify/plain draining/plain
   for n in $list; do
-    printf '%-8s %8s %8s %8s %10s %14s %13s %16s\n' "$n" "${tps[plain.$n]}" "${tps[enqueue.$n]}" \
-      "${tps[asleep.$n]}" "${tps[no_notify.$n]}" "$(ratio "${tps[enqueue.$n]}" "${tps[plain.$n]}")" \
+    printf '%-8s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' "$n" "${tps[plain.$n]}" \
+      "${tps[enqueue.$n]}" "${tps[asleep.$n]}" "${tps[no_notify.$n]}" "${tps[draining.$n]}" \
+      "$(ratio "${tps[enqueue.$n]}" "${tps[plain.$n]}")" \
       "$(ratio "${tps[asleep.$n]}" "${tps[plain.$n]}")" \
-      "$(ratio "${tps[no_notify.$n]}" "${tps[plain.$n]}")"
+      "$(ratio "${tps[no_notify.$n]}" "${tps[plain.$n]}")" \
+      "$(ratio "${tps[draining.$n]}" "${tps[plain.$n]}")"
   done
   exit 0
 fi
