@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# enqueue_cost.sh — where one enqueue's cost goes, step by step (issue 30, goal 2).
+#
+#   load/enqueue_cost.sh     # ENQUEUE_COST_SECONDS (10) per case and measure
+#
+# One freshly migrated database on the durable embedded PostgreSQL (.run/bench-pg-durable:
+# fsync and synchronous_commit on), 100 channels, and tables that add the parts of
+# bulkhead.jobs one at a time. pgbench inserts one row per transaction into each:
+#   plain       a three-column table (id, a key, the payload): the application's own write
+#   row         a table of bulkhead.jobs' columns, defaults and CHECKs, its primary key only
+#   +claim      the same with the claim's index (jobs_claim)
+#   +channel    and the channel's waiting index (jobs_channel_available)
+#   +fk         and the foreign key to bulkhead.channels (a KEY SHARE lock on the channel row)
+#   jobs        an INSERT into bulkhead.jobs itself: every partial index (the row enters
+#               none of the others) and the wake-up trigger (no runner asleep)
+#   +arbiter    the same with ON CONFLICT … DO NOTHING on the idempotency index, as enqueue
+#               inserts (a speculative insertion, even for a row without a key)
+#   enqueue     SELECT bulkhead.enqueue(channel, payload): the checks, route() and plpgsql
+# For each it prints
+#   - WAL bytes per transaction (pg_current_wal_lsn() around the run, after a CHECKPOINT, so
+#     full-page images are counted as a busy table pays them right after a checkpoint);
+#   - microseconds per transaction with one client and synchronous_commit off for the session:
+#     the CPU and round trip of the statement without the flush, what the rows cost PostgreSQL;
+#   - transactions/s with 16 clients and durability on, the application's commit rate.
+# Ratios to `plain` are what to compare; the figures move by ±20 % between runs on a 2-core
+# machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${ENQUEUE_COST_SECONDS:-10}
+run=.run/bench-pg-durable
+bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
+
+./setup.sh >/dev/null
+conn=$(BULKHEAD_PG_DURABLE=1 load/embedded_postgres.sh start "$run")
+trap 'load/embedded_postgres.sh stop "$run"' EXIT
+psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+psql "$conn" -c "DROP DATABASE IF EXISTS enqueue_cost" -c "CREATE DATABASE enqueue_cost"
+db="${conn/dbname=postgres/dbname=enqueue_cost}"
+build/bin/bulkhead migrate up --database "$db" >/dev/null
+psql "$db" <<'SQL'
+INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
+INSERT INTO bulkhead.channels (tenant_id, url)
+  SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
+CREATE TABLE plain (id bigserial PRIMARY KEY, k int NOT NULL, payload jsonb NOT NULL);
+-- bulkhead.jobs' columns, defaults, identity and CHECKs (its domains' CHECKs come with the
+-- column types), its primary key, then one part more per table.
+CREATE TABLE "row" (LIKE bulkhead.jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS
+                    INCLUDING IDENTITY, PRIMARY KEY (id));
+CREATE TABLE "+claim" (LIKE "row" INCLUDING ALL);
+CREATE INDEX ON "+claim" (queue, priority, scheduled_at, id)
+  WHERE state = 'available' AND priority BETWEEN 1 AND 3;
+CREATE TABLE "+channel" (LIKE "+claim" INCLUDING ALL);
+CREATE INDEX ON "+channel" (channel_id, priority, scheduled_at, id) WHERE state = 'available';
+CREATE TABLE "+fk" (LIKE "+channel" INCLUDING ALL,
+                    FOREIGN KEY (channel_id) REFERENCES bulkhead.channels (id));
+SQL
+
+scripts=$(mktemp -d)
+payload='{"type": "message.created", "conversation": 7, "text": "hello"}'
+cases=(plain row +claim +channel +fk jobs +arbiter enqueue)
+for case in "${cases[@]}"; do
+  {
+    echo '\set ch random(1, 100)'
+    case "$case" in
+      plain) echo "INSERT INTO plain (k, payload) VALUES (:ch, '$payload');" ;;
+      jobs) echo "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)" \
+                 "VALUES ('default', :ch, :ch, '$payload');" ;;
+      +arbiter) echo "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)" \
+                 "VALUES ('default', :ch, :ch, '$payload')" \
+                 "ON CONFLICT (channel_id, idempotency_key) WHERE idempotency_key IS NOT NULL" \
+                 "DO NOTHING;" ;;
+      enqueue) echo "SELECT bulkhead.enqueue(:ch, '$payload');" ;;
+      *) echo "INSERT INTO \"$case\" (queue, tenant_id, channel_id, payload)" \
+              "VALUES ('default', :ch, :ch, '$payload');" ;;
+    esac
+  } >"$scripts/$case.sql"
+done
+
+# bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction".
+bench() {
+  psql "$db" -c CHECKPOINT
+  local before after out tps n
+  before=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
+  out=$(PGOPTIONS="${3:-}" "$bindir/pgbench" -n -c "$2" -j "$(($2 < 2 ? 1 : 2))" -T "$seconds" \
+          -f "$scripts/$1.sql" "$db")
+  after=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
+  tps=$(awk '/^tps = / {printf "%.0f", $3}' <<<"$out")
+  n=$(awk '/number of transactions actually processed/ {print $NF}' <<<"$out")
+  echo "$tps $(psql "$db" -At -c "SELECT round(pg_wal_lsn_diff('$after', '$before') / $n)")"
+}
+
+echo "load/enqueue_cost.sh: durability on ($(psql "$db" -At -c "SHOW fsync"), synchronous_commit"\
+  "$(psql "$db" -At -c "SHOW synchronous_commit")), ${seconds} s a case and measure;"\
+  "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+declare -A wal us tps
+for case in "${cases[@]}"; do
+  read -r one_tps one_wal < <(bench "$case" 1 "-c synchronous_commit=off")
+  read -r many_tps many_wal < <(bench "$case" 16)
+  wal[$case]=$many_wal
+  us[$case]=$(awk -v t="$one_tps" 'BEGIN {printf "%.0f", 1e6 / t}')
+  tps[$case]=$many_tps
+  echo "$case: ${wal[$case]} WAL bytes (one client: $one_wal), ${us[$case]} µs with one client" \
+    "and no flush, ${tps[$case]} transactions/s with 16 clients"
+done
+rm -rf "$scripts"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+printf '%-9s %10s %8s %12s %9s %16s %11s\n' case WAL/txn x_plain µs_no_flush x_plain \
+  tps_16_durable x_plain
+for case in "${cases[@]}"; do
+  printf '%-9s %10s %8s %12s %9s %16s %11s\n' "$case" "${wal[$case]}" \
+    "$(awk -v a="${wal[$case]}" -v b="${wal[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
+    "${us[$case]}" "$(awk -v a="${us[$case]}" -v b="${us[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
+    "${tps[$case]}" "$(awk -v a="${tps[$case]}" -v b="${tps[plain]}" 'BEGIN {printf "%.2f", a / b}')"
+done
