@@ -32,12 +32,15 @@
 #                              embedded PostgreSQL takes 200 connections
 #   PEER_BENCH_PGBOSS_WORKERS  pg-boss work() calls per process (1); must divide 32 and 400
 #   PEER_BENCH_SKIP_SETUP      1: do not run ./setup.sh (the build in build/bin/ is used as is)
+#   PEER_BENCH_DURABLE         1: PostgreSQL with fsync and synchronous_commit on
+#                              (.run/peer-pg-durable), as production runs it; otherwise off
 #
 # What it does. ./setup.sh (packages and the build); Debian's nodejs or npm package for
 # whichever of `node` and `npm` is missing; `npm ci` of load/peer/package.json and its
 # package-lock.json (graphile-worker 0.16.6, pg-boss 10.4.2) into .run/peer-npm/, again only
 # when the lock file changed; a throwaway PostgreSQL
-# (load/embedded_postgres.sh start .run/peer-pg: Unix socket, durability off); one
+# (load/embedded_postgres.sh start .run/peer-pg: Unix socket, durability off unless
+# PEER_BENCH_DURABLE=1); one
 # bulkhead-mock on a free loopback port. Then, case by case: a fresh database for the system
 # (peer_bulkhead, peer_graphile, peer_pgboss), its jobs enqueued, ANALYZE, the mock's counters
 # reset, and the clock started as the worker process is spawned; a psql session polls the
@@ -101,6 +104,12 @@ pgboss_interval=0.5
 run=.run/peer           # logs, configs, the sized tier
 npm_dir=.run/peer-npm   # graphile-worker and pg-boss
 pg_dir=.run/peer-pg     # the throwaway cluster
+durability=off
+if [ "${PEER_BENCH_DURABLE:-0}" = 1 ]; then
+  pg_dir=.run/peer-pg-durable
+  durability=on
+  export BULKHEAD_PG_DURABLE=1  # read by load/embedded_postgres.sh
+fi
 mkdir -p "$run"
 
 # name  system  receiver  concurrency or tier  layout
@@ -493,7 +502,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit+=" + uncommitted changes"; fi
 mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 echo
-echo "machine: $(nproc) cores, $mem, $(uname -sr); PostgreSQL $pg_version (embedded, durability off)"
+echo "machine: $(nproc) cores, $mem, $(uname -sr); PostgreSQL $pg_version (embedded, durability $durability)"
 echo "versions: $(build/bin/bulkhead --version) at $commit; node $node_version, npm $(npm --version);" \
      "graphile-worker $graphile_version; pg-boss $pgboss_version"
 echo "Bulkhead's tier: tiers/default.json as shipped ($shipped_workers workers); sized: the same" \
