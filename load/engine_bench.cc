@@ -12,6 +12,9 @@
 //               whose result the node has not written yet), and the node's claim count.
 //               --old-secrets N (0) gives every channel N old secrets in their rotation window
 //               (migration 0004), so that every claimed row signs with N + 1 secrets.
+//               --nodes N (1) starts N nodes of workers / N each. Also prints WAL bytes per
+//               delivery (enqueue, and claim + result), PostgreSQL's CPU per delivery while
+//               draining, and how often sessions waited for a heavyweight lock.
 //   latency     start a node (the shipped tier's workers unless --workers), then enqueue
 //               --rate (50) deliveries a second for --seconds (20), each in its own
 //               transaction; the latency of one delivery is the time from its COMMIT returning
@@ -72,8 +75,10 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <pqxx/pqxx>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -99,7 +104,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
-    "[--seconds N] [--rounds N] [--old-secrets N] [--background N] [--background-tenants N] "
+    "[--seconds N] [--rounds N] [--nodes N] [--old-secrets N] [--background N] [--background-tenants N] "
     "[--background-channels N] [--background-delay-ms N] [--background-tier NAME]\n"
     "       bulkhead-engine-bench table|shape --database URL [--jobs N] [--finished N] "
     "[--parked N]\n";
@@ -117,6 +122,7 @@ struct Args {
   int seconds = 0;                          // 0: the mode's default (latency 20, isolation 10)
   int rounds = 10;                          // churn: rounds of `jobs` deliveries
   int old_secrets = 0;                      // throughput: old secrets per channel
+  int nodes = 1;                            // throughput: nodes sharing `workers` evenly
   int background = 0;                       // latency: a busy tenant's burst, enqueued first
   int background_tenants = 1;               // latency: the busy tenants
   int background_channels = 20;             // latency: the busy tenants' channels, in all
@@ -217,6 +223,23 @@ bool StartNode(NodeProcess& node, const std::string& database) {
   return true;
 }
 
+// The server's WAL insert position, in bytes.
+int64_t WalPosition(pqxx::connection& conn) {
+  pqxx::nontransaction tx(conn);
+  return tx.exec1("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")[0]
+      .as<int64_t>();
+}
+
+// The server's postmaster, from the first line of its postmaster.pid (the bench runs on the
+// same machine as the embedded PostgreSQL).
+pid_t Postmaster(pqxx::connection& conn) {
+  pqxx::nontransaction tx(conn);
+  std::ifstream pid_file(tx.exec1("SHOW data_directory")[0].as<std::string>() + "/postmaster.pid");
+  pid_t pid = 0;
+  pid_file >> pid;
+  return pid;
+}
+
 int Throughput(const Args& args) {
   HttpReceiver receiver;
   ResetSchema(args.database);
@@ -235,56 +258,90 @@ int Throughput(const Args& args) {
     tx.exec("UPDATE bulkhead.channels SET old_secrets_until = now() + interval '1 day'");
     tx.commit();
   }
+  const pid_t postmaster = Postmaster(conn);
+  const int64_t wal_before_enqueue = WalPosition(conn);
   auto enqueue_start = Clock::now();
   EnqueueBurst(conn, channels, args.jobs);
   double enqueue_s = std::chrono::duration<double>(Clock::now() - enqueue_start).count();
+  const int64_t wal_enqueue = WalPosition(conn) - wal_before_enqueue;
   {
     pqxx::nontransaction tx(conn);
     tx.exec("VACUUM ANALYZE bulkhead.jobs");
   }
+  // From here to the end of the drain: the claims, the results and whatever autovacuum and
+  // checkpoints they cause, in WAL and in the server's CPU.
+  const int64_t wal_before_drain = WalPosition(conn);
+  const double server_cpu_before = bulkhead::testing::ReadServerCpu(postmaster);
 
   const std::string load_before = LoadAverage();
-  NodeProcess node(
-      {{"node", "bench"}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
-      {{"default", Tier(args.workers, args.share)}});
+  // --nodes N: N nodes of workers / N each, so that the fleet's slots add up to the same.
+  const int node_workers = args.workers / args.nodes;
+  std::vector<std::unique_ptr<NodeProcess>> nodes;
+  for (int i = 1; i <= args.nodes; ++i) {
+    const std::string name = args.nodes == 1 ? "bench" : "bench-" + std::to_string(i);
+    nodes.push_back(std::make_unique<NodeProcess>(
+        nlohmann::json{
+            {"node", name}, {"poll_interval_ms", 1000}, {"allowed_networks", LoopbackNetworks()}},
+        std::map<std::string, nlohmann::json>{{"default", Tier(node_workers, args.share)}}));
+  }
   auto start = Clock::now();
-  node.Start(args.database);
+  for (auto& node : nodes) node->Start(args.database);
   // Done when nothing is available or executing: both read only the small partial indexes
   // (jobs_claim, jobs_executing), so watching costs the database little, unlike a count of
-  // the growing `completed` rows. A job stays executing until its result is written.
+  // the growing `completed` rows. A job stays executing until its result is written. Each
+  // sample also counts the sessions waiting for a heavyweight lock (a row or a relation).
   double cpu_s = 0, peak_mib = 0;
-  int64_t max_executing = 0;
+  int64_t max_executing = 0, samples = 0, lock_samples = 0, max_lock_waiters = 0;
+  std::set<std::string> lock_kinds;  // wait_event of the waits seen: tuple, transactionid, …
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (auto code = node.Wait(std::chrono::milliseconds(0))) {
-      std::cerr << "the node exited with " << *code << ":\n" << node.Log();
-      return 1;
+    cpu_s = 0;
+    for (auto& node : nodes) {
+      if (auto code = node->Wait(std::chrono::milliseconds(0))) {
+        std::cerr << "a node exited with " << *code << ":\n" << node->Log();
+        return 1;
+      }
+      bulkhead::testing::ProcessUsage usage = bulkhead::testing::ReadProcessUsage(node->pid());
+      cpu_s += usage.cpu_s;
+      peak_mib = std::max(peak_mib, usage.peak_rss_mib);
     }
-    bulkhead::testing::ProcessUsage usage = bulkhead::testing::ReadProcessUsage(node.pid());
-    cpu_s = usage.cpu_s;
-    peak_mib = usage.peak_rss_mib;
     pqxx::work tx(conn);
     pqxx::row row = tx.exec1(
         "SELECT EXISTS (SELECT FROM bulkhead.jobs WHERE state = 'available'),"
-        "       (SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing')");
+        "       (SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing'),"
+        "       (SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'),"
+        "       (SELECT string_agg(DISTINCT wait_event, ' ') FROM pg_stat_activity"
+        "         WHERE wait_event_type = 'Lock')");
     const int64_t executing = row[1].as<int64_t>();
+    const int64_t lock_waiters = row[2].as<int64_t>();
     max_executing = std::max(max_executing, executing);
+    ++samples;
+    if (lock_waiters > 0) {
+      ++lock_samples;
+      std::istringstream kinds(row[3].as<std::string>());
+      for (std::string kind; kinds >> kind;) lock_kinds.insert(kind);
+    }
+    max_lock_waiters = std::max(max_lock_waiters, lock_waiters);
     if (!row[0].as<bool>() && executing == 0) break;
   }
   double drain_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const double server_cpu = bulkhead::testing::ReadServerCpu(postmaster) - server_cpu_before;
+  const int64_t wal_drain = WalPosition(conn) - wal_before_drain;
   const std::string load_after = LoadAverage();
-  node.Signal(SIGTERM);
-  node.Wait(std::chrono::seconds(30));
-  size_t requests = receiver.request_count();
-  std::string claims = "?";
-  {
-    std::istringstream log(node.Log());
+  for (auto& node : nodes) node->Signal(SIGTERM);
+  std::string claims;
+  for (auto& node : nodes) {
+    node->Wait(std::chrono::seconds(30));
+    std::string these = "?";
+    std::istringstream log(node->Log());
     for (std::string line; std::getline(log, line);) {
       if (line.find("\"node_stopped\"") != std::string::npos) {
-        claims = nlohmann::json::parse(line)["claims"].dump();
+        these = nlohmann::json::parse(line)["claims"].dump();
       }
     }
+    claims += (claims.empty() ? "" : " ") + these;
   }
+  size_t requests = receiver.request_count();
   int completed = 0;
   {
     pqxx::work tx(conn);
@@ -293,21 +350,33 @@ int Throughput(const Args& args) {
   }
   const auto caps = CapsAt(args.workers, args.share);
   std::printf(
-      "throughput: %d deliveries over %d channels of %d tenants, %d workers, one node\n"
+      "throughput: %d deliveries over %d channels of %d tenants, %d workers, %d node(s) of %d\n"
       "  channel_share = tenant_share = %g: caps %d per channel, %d per tenant%s\n"
       "  enqueued in %.2f s (enqueue_many, 1000 per call)\n"
       "  drained in %.2f s: %.0f deliveries/s (node start to the last `completed`)\n"
-      "  node CPU %.2f s (%.0f%% of one core), peak resident memory %.1f MiB\n"
+      "  node CPU %.2f s (%.0f%% of one core; all nodes), peak resident memory %.1f MiB\n"
       "  completed %d, requests received %zu (duplicates %zd)\n"
       "  rows executing at most %lld (100 ms samples; in flight or result not yet written)\n"
+      "  sessions waiting for a lock: in %lld of %lld samples, at most %lld at once (%s)\n"
+      "  WAL per delivery: %.0f bytes to enqueue (enqueue_many), %.0f to claim and record\n"
+      "  PostgreSQL CPU per delivery while draining: %.3f ms (%.2f s in all; this bench's\n"
+      "    watching, one small query every 100 ms, included)\n"
       "  claim statements per tier: %s\n"
       "  old secrets per channel: %d\n"
       "  load average (1, 5, 15 min) before %s, after %s\n",
-      args.jobs, args.channels, tenants, args.workers, args.share, caps.channel, caps.tenant,
+      args.jobs, args.channels, tenants, args.workers, args.nodes, node_workers, args.share, caps.channel, caps.tenant,
       args.share >= 1.0 ? " (no caps)" : "", enqueue_s, drain_s, args.jobs / drain_s, cpu_s,
       100.0 * cpu_s / drain_s, peak_mib, completed, requests,
       static_cast<ssize_t>(requests) - args.jobs, static_cast<long long>(max_executing),
-      claims.c_str(), args.old_secrets, load_before.c_str(), load_after.c_str());
+      static_cast<long long>(lock_samples), static_cast<long long>(samples),
+      static_cast<long long>(max_lock_waiters),
+      std::accumulate(lock_kinds.begin(), lock_kinds.end(), std::string(),
+                      [](std::string all, const std::string& kind) {
+                        return all.empty() ? kind : all + " " + kind;
+                      })
+          .c_str(),
+      static_cast<double>(wal_enqueue) / args.jobs, static_cast<double>(wal_drain) / args.jobs,
+      1000.0 * server_cpu / args.jobs, server_cpu, claims.c_str(), args.old_secrets, load_before.c_str(), load_after.c_str());
   return completed == args.jobs ? 0 : 1;
 }
 
@@ -967,6 +1036,9 @@ int main(int argc, char** argv) {
         args.background_tier = value;
       } else if (key == "--background-delay-ms") {
         args.background_delay_ms = std::stoi(value);
+      } else if (key == "--nodes") {
+        args.nodes = std::stoi(value);
+        if (args.nodes < 1 || args.nodes > 16) return Usage("--nodes must be 1 to 16");
       } else if (key == "--old-secrets") {
         args.old_secrets = std::stoi(value);
         if (args.old_secrets < 0 || args.old_secrets > 10) {
@@ -990,6 +1062,7 @@ int main(int argc, char** argv) {
       args.background_channels < args.background_tenants || args.background_delay_ms < 0) {
     return Usage("a count is out of range");
   }
+  if (args.workers % args.nodes != 0) return Usage("--workers must be a multiple of --nodes");
   curl_global_init(CURL_GLOBAL_DEFAULT);
   signal(SIGPIPE, SIG_IGN);
   try {

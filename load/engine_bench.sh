@@ -72,9 +72,14 @@
 #   load/engine_bench.sh shape           # issue 34: the same 60,000 over 20 tenants, over
 #                                        # 60,000 tenants of one delivery, and half on 4 busy
 #                                        # tenants beside 30,000 of one
+#   load/engine_bench.sh fleet           # issue 30, goal 4: the same burst (ENGINE_BENCH_JOBS,
+#                                        # 60,000, over 20 tenants) through 1, 2, 4 and 8 nodes
+#                                        # (ENGINE_BENCH_NODES) sharing 200 workers evenly, side
+#                                        # by side: deliveries/s, PostgreSQL's CPU and WAL per
+#                                        # delivery, lock waits; each against 1 node
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
-# table and shape run on a cluster of their own with durability on (.run/bench-pg-durable,
+# table, shape and fleet run on a cluster of their own with durability on (.run/bench-pg-durable,
 # BULKHEAD_PG_DURABLE=1); every other mode on one with it off, unless ENGINE_BENCH_DURABLE=1
 # (or 0) says otherwise for the whole run.
 #
@@ -91,7 +96,7 @@ modes=${*:-throughput latency}
 durable=${ENGINE_BENCH_DURABLE:-}
 if [ -z "$durable" ]; then
   durable=0
-  for mode in $modes; do case "$mode" in table|shape) durable=1 ;; esac; done
+  for mode in $modes; do case "$mode" in table|shape|fleet) durable=1 ;; esac; done
 fi
 if [ "$durable" = 1 ]; then
   run=.run/bench-pg-durable
@@ -311,6 +316,29 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
         --finished "${ENGINE_BENCH_FINISHED:-10000000}" --parked "${ENGINE_BENCH_PARKED:-1000000}" ;;
     shape)
       "$bench" shape --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" ;;
+    fleet)
+      fleet_rows=()
+      for n in ${ENGINE_BENCH_NODES:-1 2 4 8}; do
+        echo "--- fleet: $n node(s)"
+        out=$("$bench" throughput --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
+                --channels 20 --workers 200 --nodes "$n")
+        echo "$out"
+        fleet_rows+=("$n $(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out") \
+$(sed -n 's/.*PostgreSQL CPU per delivery while draining: \([0-9.]*\) ms.*/\1/p' <<<"$out") \
+$(sed -n 's/.*, \([0-9]*\) to claim and record.*/\1/p' <<<"$out") \
+$(sed -n 's/.*waiting for a lock: in \([0-9]* of [0-9]*\) samples.*/\1/p' <<<"$out" | tr ' ' _) \
+$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")")
+      done
+      summary+=("fleet, durability on: nodes, deliveries/s (x 1 node), PostgreSQL CPU ms per \
+delivery (x 1 node), claim + result WAL bytes per delivery, samples with a lock wait, load before")
+      read -r _ base_rate base_cpu _ <<<"${fleet_rows[0]}"
+      for row in "${fleet_rows[@]}"; do
+        read -r n rate cpu wal locks load <<<"$row"
+        summary+=("$(printf '%2s nodes  %6s/s (%s)  %s ms (%s)  %s B  %s  %s' "$n" "$rate" \
+          "$(awk -v a="$rate" -v b="$base_rate" 'BEGIN {printf "%.2f", a / b}')" "$cpu" \
+          "$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN {printf "%.2f", a / b}')" "$wal" \
+          "${locks//_/ }" "$load")")
+      done ;;
     isolation)
       "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
@@ -319,7 +347,7 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
          "(throughput, latency, latency-busy, latency-busy-separate, latency-slots, inflight," \
          "caps-cost, caps-lone, caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
          "binary-swap-idle, binary-swap-slots," \
-         "rotation-cost, table, shape," \
+         "rotation-cost, table, shape, fleet," \
          "isolation, churn)" >&2; exit 2 ;;
   esac
   echo

@@ -18,6 +18,12 @@ struct ProcessUsage {
 };
 ProcessUsage ReadProcessUsage(pid_t pid);
 
+// CPU seconds a PostgreSQL server has used so far: its postmaster's, every child's alive now
+// (backends, autovacuum, the WAL writer, the checkpointer), and every exited child's that the
+// postmaster has reaped (cutime, cstime). The difference of two readings is what the server
+// spent between them, short-lived backends included.
+double ReadServerCpu(pid_t postmaster);
+
 // The 1-, 5- and 15-minute load averages, "0.48 0.61 0.70": how busy the two cores were
 // besides the run that prints it (the project's machines are shared).
 std::string LoadAverage();
