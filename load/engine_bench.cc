@@ -104,7 +104,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: bulkhead-engine-bench throughput|latency|isolation|churn --database URL [--jobs N] "
     "[--channels N] [--tenants N] [--workers N] [--share S] [--shares S,S,…] [--rate N] "
-    "[--seconds N] [--rounds N] [--nodes N] [--old-secrets N] [--background N] [--background-tenants N] "
+    "[--seconds N] [--rounds N] [--nodes N] [--old-secrets N] [--background N] "
+    "[--background-tenants N] "
     "[--background-channels N] [--background-delay-ms N] [--background-tier NAME]\n"
     "       bulkhead-engine-bench table|shape --database URL [--jobs N] [--finished N] "
     "[--parked N]\n";
@@ -364,9 +365,9 @@ int Throughput(const Args& args) {
       "  claim statements per tier: %s\n"
       "  old secrets per channel: %d\n"
       "  load average (1, 5, 15 min) before %s, after %s\n",
-      args.jobs, args.channels, tenants, args.workers, args.nodes, node_workers, args.share, caps.channel, caps.tenant,
-      args.share >= 1.0 ? " (no caps)" : "", enqueue_s, drain_s, args.jobs / drain_s, cpu_s,
-      100.0 * cpu_s / drain_s, peak_mib, completed, requests,
+      args.jobs, args.channels, tenants, args.workers, args.nodes, node_workers, args.share,
+      caps.channel, caps.tenant, args.share >= 1.0 ? " (no caps)" : "", enqueue_s, drain_s,
+      args.jobs / drain_s, cpu_s, 100.0 * cpu_s / drain_s, peak_mib, completed, requests,
       static_cast<ssize_t>(requests) - args.jobs, static_cast<long long>(max_executing),
       static_cast<long long>(lock_samples), static_cast<long long>(samples),
       static_cast<long long>(max_lock_waiters),
@@ -376,7 +377,8 @@ int Throughput(const Args& args) {
                       })
           .c_str(),
       static_cast<double>(wal_enqueue) / args.jobs, static_cast<double>(wal_drain) / args.jobs,
-      1000.0 * server_cpu / args.jobs, server_cpu, claims.c_str(), args.old_secrets, load_before.c_str(), load_after.c_str());
+      1000.0 * server_cpu / args.jobs, server_cpu, claims.c_str(), args.old_secrets,
+      load_before.c_str(), load_after.c_str());
   return completed == args.jobs ? 0 : 1;
 }
 
@@ -649,7 +651,8 @@ int Latency(const Args& args) {
   if (args.background == 0) {
     auto commits = [&] {
       pqxx::nontransaction tx(conn);
-      return tx.exec1("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0]
+      return tx
+          .exec1("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0]
           .as<int64_t>();
     };
     const int64_t before = commits();
