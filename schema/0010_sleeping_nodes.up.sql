@@ -38,6 +38,24 @@ COMMENT ON TABLE bulkhead.sleepers IS
 -- The trigger runs as the enqueuing role, whatever it is: which queues have a waiting runner is
 -- no secret.
 GRANT SELECT ON bulkhead.sleepers TO PUBLIC;
+-- The nodes' roles write it. A role granted the node part before this migration (or the broad
+-- grants of the old docs) has DELETE on bulkhead.jobs, which only the node part has: it gets
+-- the table now, so that its nodes need no new `bulkhead grant` to be notified.
+DO $$
+DECLARE
+  grantee oid;
+BEGIN
+  FOR grantee IN
+    SELECT DISTINCT a.grantee
+      FROM pg_class c, aclexplode(c.relacl) a
+     WHERE c.oid = 'bulkhead.jobs'::regclass AND a.privilege_type = 'DELETE'
+       AND a.grantee <> c.relowner
+  LOOP
+    EXECUTE format('GRANT INSERT, DELETE ON bulkhead.sleepers TO %s',
+                   CASE WHEN grantee = 0 THEN 'PUBLIC' ELSE quote_ident(grantee::regrole::text) END);
+  END LOOP;
+END
+$$;
 
 -- Notifies the runners of NEW.queue at COMMIT if one of them waits, once per queue per
 -- transaction. The flag bulkhead.woken.<queue> is transaction-local; set for a whole session

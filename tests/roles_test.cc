@@ -378,5 +378,22 @@ TEST_F(RolesTest, ARoleOnTheOldBroadGrantsStillEnqueuesAfterTheMigration) {
   EXPECT_EQ(ExpectSqlFailure(none, "SELECT bulkhead.enqueue(" + ch + ", '{}')").sqlstate, "42501");
 }
 
+// A node role granted before migration 0010 may write its sleeping marks after it, without a new
+// `bulkhead grant`: otherwise its idle runners would wait for the poll, unnotified (ADR 0019).
+TEST_F(RolesTest, ANodeRoleGrantedBeforeMigration0010MarksItsRunnersAsleepAfterIt) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Down(EmbeddedMigrations().back().version - 9).ok());  // to before 0010
+  MakeRole("bk_old_node");
+  Exec("SELECT bulkhead.grant_role('bk_old_node', 'node')");
+  ASSERT_TRUE(migrator.Up().ok());
+
+  pqxx::connection node(As("bk_old_node"));
+  ClaimStore claims(node);
+  claims.MarkAsleep("default", "old-node");
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 1);
+  claims.MarkAwake("default", "old-node");
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 0);
+}
+
 }  // namespace
 }  // namespace bulkhead
