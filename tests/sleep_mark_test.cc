@@ -1,6 +1,7 @@
 // SleepMark: when a queue runner writes, rechecks and deletes its sleeping mark (ADR 0019).
-// Pure logic with a fake clock; the mark's effect on enqueues is tests/schema/wake_test.cc, and
-// a node woken through it is NodeTest.AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll.
+// Its logic with a fake clock (Write and Delete, its database side, run in every node test); the
+// mark's effect on enqueues is tests/schema/wake_test.cc, and a node woken through it is
+// NodeTest.AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll.
 #include "sleep_mark.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@ using Clock = SleepMark::Clock;
 constexpr Clock::time_point kNever = Clock::time_point::max();
 
 TEST(SleepMarkTest, AFreshRunnerMarksItselfThenRechecksOnce) {
-  SleepMark mark;
+  SleepMark mark("default", "node-a");
   const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
   EXPECT_TRUE(mark.NeedsMark());
   EXPECT_EQ(mark.recheck_at(), kNever);
@@ -27,7 +28,7 @@ TEST(SleepMarkTest, AFreshRunnerMarksItselfThenRechecksOnce) {
 }
 
 TEST(SleepMarkTest, TheMarkGoesWhenAClaimTakesWorkAndOnlyThen) {
-  SleepMark mark;
+  SleepMark mark("default", "node-a");
   EXPECT_FALSE(mark.NeedsUnmark(5)) << "nothing to delete before a mark";
   mark.Marked(Clock::now());
   EXPECT_FALSE(mark.NeedsUnmark(0));
@@ -39,7 +40,7 @@ TEST(SleepMarkTest, TheMarkGoesWhenAClaimTakesWorkAndOnlyThen) {
 }
 
 TEST(SleepMarkTest, ThePollsRewriteAddsNoRecheck) {
-  SleepMark mark;
+  SleepMark mark("default", "node-a");
   const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
   mark.Marked(t0);
   mark.Claimed(t0 + SleepMark::kRecheck);
@@ -48,7 +49,7 @@ TEST(SleepMarkTest, ThePollsRewriteAddsNoRecheck) {
 }
 
 TEST(SleepMarkTest, AFailedMarkWaitsForASuccessfulClaimAndALostOneIsWrittenAgain) {
-  SleepMark mark;
+  SleepMark mark("default", "node-a");
   mark.Failed();
   EXPECT_FALSE(mark.NeedsMark()) << "no retry loop against a database that is down";
   mark.Claimed(Clock::now());

@@ -191,4 +191,18 @@ int CapLedger::tenant_in_flight(int64_t tenant) const {
 
 size_t CapLedger::tracked() const { return channels_.size() + tenants_.size(); }
 
+void CapLedger::LeaveOut(ClaimLimits& limits, int64_t channel) {
+  auto& flying = limits.channels_in_flight;
+  auto it = std::find_if(flying.begin(), flying.end(),
+                         [&](const auto& entry) { return entry.first == channel; });
+  if (it != flying.end()) {
+    it->second = std::max(it->second, limits.channel_cap);
+    return;
+  }
+  // A new entry: at its cap, with the cap for its window and nothing to lend it.
+  flying.emplace_back(channel, limits.channel_cap);
+  if (!limits.channel_windows.empty()) limits.channel_windows.push_back(limits.channel_cap);
+  if (!limits.lend_windows.empty()) limits.lend_windows.push_back(0);
+}
+
 }  // namespace bulkhead

@@ -136,6 +136,9 @@ class CapLedger {
   // What the next claim of up to `free` jobs must respect: counts in flight, windows, the caps,
   // and how much it may lend (free less the reserve).
   ClaimLimits Limits(int free) const;
+  // Makes the claim of `limits` leave `channel` out, as a channel at its cap, with nothing to
+  // lend it (the runner's channels whose open is pending, QueueRunner::handed_back_open_).
+  static void LeaveOut(ClaimLimits& limits, int64_t channel);
 
   int in_flight(int64_t channel) const;
   int tenant_in_flight(int64_t tenant) const;

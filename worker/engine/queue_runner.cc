@@ -74,6 +74,7 @@ QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, Ht
                      "network through)"}}),
       cap_summary_(options_.tier.name, metrics_),
       answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
+      sleep_(options_.tier.name, options_.node),
       news_claims_(options_.poll_interval),
       thread_([this] { Run(); }) {}
 
@@ -230,7 +231,7 @@ void QueueRunner::Run() {
       lock.unlock();
       // The poll writes the sleeping mark again before it claims: the leader deletes the marks
       // of a node whose lease lapsed, and a crash empties the table, unseen by a waiting runner.
-      if (polled && sleep_.marked()) MarkAsleep();
+      if (polled && sleep_.marked()) sleep_.Write(store_);
       int taken = 0;
       bool lending_withheld = false;
       std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, !news, &taken, &lending_withheld);
@@ -243,7 +244,7 @@ void QueueRunner::Run() {
       CapsReached reached = Dispatch(std::move(jobs));
       cap_summary_.CountReached(reached);
       // Busy again: enqueues need not notify. After the requests are out, not before.
-      if (sleep_.NeedsUnmark(taken)) MarkAwake();
+      if (sleep_.NeedsUnmark(taken)) sleep_.Delete(store_);
       lock.lock();
       // When to claim again at once, rather than wait for an end that wakes the runner (one of
       // a channel at its window or cap, or of a tenant at its cap), an enqueue or the poll:
@@ -274,7 +275,7 @@ void QueueRunner::Run() {
       // About to wait with free slots: from now on enqueues must notify this runner. Then
       // claim once more, for what committed before the mark did (SleepMark).
       lock.unlock();
-      MarkAsleep();
+      sleep_.Write(store_);
       lock.lock();
       more = sleep_.marked();
       continue;
@@ -299,22 +300,8 @@ void QueueRunner::Run() {
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
   lock.unlock();
-  if (sleep_.marked()) MarkAwake();
+  if (sleep_.marked()) sleep_.Delete(store_);
   answers_.Close(std::chrono::steady_clock::now());
-}
-
-void QueueRunner::LeaveOut(ClaimLimits& limits, int64_t channel) {
-  auto& flying = limits.channels_in_flight;
-  auto it = std::find_if(flying.begin(), flying.end(),
-                         [&](const auto& entry) { return entry.first == channel; });
-  if (it != flying.end()) {
-    it->second = std::max(it->second, limits.channel_cap);
-    return;
-  }
-  // A new entry: at its cap, with the cap for its window and nothing to lend it.
-  flying.emplace_back(channel, limits.channel_cap);
-  if (!limits.channel_windows.empty()) limits.channel_windows.push_back(limits.channel_cap);
-  if (!limits.lend_windows.empty()) limits.lend_windows.push_back(0);
 }
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* taken,
@@ -334,7 +321,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       }
       std::erase_if(handed_back_open_,
                     [&](int64_t channel) { return !keeper_.OpenPending(channel); });
-      for (int64_t channel : handed_back_open_) LeaveOut(limits, channel);
+      for (int64_t channel : handed_back_open_) CapLedger::LeaveOut(limits, channel);
       const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
@@ -375,32 +362,6 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
     }
     std::unique_lock lock(mu_);
     if (cv_.wait_for(lock, wait, [&] { return stop_; })) return {};
-  }
-}
-
-void QueueRunner::MarkAsleep() {
-  try {
-    store_.Get().MarkAsleep(options_.tier.name, options_.node);
-    sleep_.Marked(std::chrono::steady_clock::now());
-  } catch (const std::exception& e) {
-    // Waiting unmarked costs a new job the fallback poll at worst; the next claim reconnects.
-    sleep_.Failed();
-    Log(LogLevel::kWarn, "sleep_mark_failed",
-        {{"tier", options_.tier.name}, {"error", FirstLine(e.what())}});
-    store_.Reset();
-  }
-}
-
-void QueueRunner::MarkAwake() {
-  try {
-    store_.Get().MarkAwake(options_.tier.name, options_.node);
-    sleep_.Unmarked();
-  } catch (const std::exception& e) {
-    // A mark left behind costs enqueues a notification each; the leader deletes it if the node
-    // dies, and this runner deletes it after its next claim that takes work.
-    Log(LogLevel::kWarn, "sleep_mark_failed",
-        {{"tier", options_.tier.name}, {"error", FirstLine(e.what())}});
-    store_.Reset();
   }
 }
 

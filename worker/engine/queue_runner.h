@@ -186,10 +186,6 @@ class QueueRunner {
   // Registers the jobs as in flight; returns the channels and tenants they brought to the cap.
   using CapsReached = CapLedger::AtCap;
   std::vector<ClaimedJob> ClaimProbes(int limit);
-  // Write and delete this runner's row in bulkhead.sleepers (sleep_), on the runner thread;
-  // a failure is logged and resets the connection.
-  void MarkAsleep();
-  void MarkAwake();
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
   std::chrono::steady_clock::time_point NextPoll();
@@ -218,8 +214,6 @@ class QueueRunner {
     std::chrono::steady_clock::time_point sent_at{};
     bool stalled = false;  // gave its worker slot back (counted in stalled_)
   };
-  // Makes the claim of `limits` leave `channel` out, as a channel at its cap (handed_back_open_).
-  static void LeaveOut(ClaimLimits& limits, int64_t channel);
   // Slots in use: jobs in flight that have not given theirs back. Under mu_.
   int Occupied() const { return static_cast<int>(in_flight_.size()) - stalled_; }
   // Marks the requests in flight past stalled_after_ms as stalled, while the budget allows;

@@ -15,16 +15,36 @@
 // database error and any lapse of its lease, and marks itself again before its next wait; and
 // each fallback poll of a marked runner writes the mark again (a no-op when it is there).
 //
-// Not thread-safe: the queue runner's thread alone owns it. Time is passed in.
+// Write() and Delete() run ClaimStore::MarkAsleep and MarkAwake on the runner's connection; a
+// failure is logged and resets the connection. The rest is pure logic.
+//
+// Not thread-safe: the queue runner's thread alone owns it (and its connection). Time is passed
+// in, except to Write(), which reads the clock when the mark has committed.
 #pragma once
 
 #include <chrono>
+#include <string>
+
+#include "claim_store.h"
+#include "store_connection.h"
 
 namespace bulkhead {
 
 class SleepMark {
  public:
   using Clock = std::chrono::steady_clock;
+
+  // The mark of `node`'s runner of `queue`.
+  SleepMark(std::string queue, std::string node)
+      : queue_(std::move(queue)), node_(std::move(node)) {}
+
+  // Writes the mark (Marked(), or Failed() if the database refused). Waiting unmarked costs a
+  // new job the fallback poll at worst; the runner's next claim reconnects.
+  void Write(StoreConnection<ClaimStore>& store);
+  // Deletes the mark (Unmarked()). On failure it stays marked: a mark left behind costs each
+  // enqueue a notification until the next claim that takes work deletes it, or the leader does
+  // when the node dies.
+  void Delete(StoreConnection<ClaimStore>& store);
   // Long enough for an enqueue's commit to end after its trigger looked (a flush, a
   // synchronous standby's round trip), short enough to stay below the pick-up targets.
   static constexpr std::chrono::milliseconds kRecheck{20};
@@ -61,6 +81,8 @@ class SleepMark {
   bool marked() const { return marked_; }
 
  private:
+  const std::string queue_;
+  const std::string node_;
   bool marked_ = false;
   bool failed_ = false;
   Clock::time_point recheck_at_ = Clock::time_point::max();

@@ -1,0 +1,28 @@
+#include "sleep_mark.h"
+
+#include "logger.h"
+
+namespace bulkhead {
+
+void SleepMark::Write(StoreConnection<ClaimStore>& store) {
+  try {
+    store.Get().MarkAsleep(queue_, node_);
+    Marked(Clock::now());
+  } catch (const std::exception& e) {
+    Failed();
+    Log(LogLevel::kWarn, "sleep_mark_failed", {{"tier", queue_}, {"error", FirstLine(e.what())}});
+    store.Reset();
+  }
+}
+
+void SleepMark::Delete(StoreConnection<ClaimStore>& store) {
+  try {
+    store.Get().MarkAwake(queue_, node_);
+    Unmarked();
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarn, "sleep_mark_failed", {{"tier", queue_}, {"error", FirstLine(e.what())}});
+    store.Reset();
+  }
+}
+
+}  // namespace bulkhead
