@@ -22,8 +22,13 @@
 // second. BULKHEAD_METRICS_RECORDING=off (a benchmark aid, docs/metrics.md) leaves every hot
 // path hook out; the endpoint still serves.
 //
-// Ownership: the Node owns every part and destroys the HttpSender first, since its callbacks
-// reach into the runners and the writer. Run() runs on the calling (main) thread.
+// Run() is the composition root and reads in four steps, each in its own file: StartNode
+// (node_start.h: schema check, registration, own rescue), NodeParts (node_parts.h: the parts
+// wired together), NodeStatusPage (node_status_page.h: the status server), and, after the loop that
+// waits for signals, StopNode (node_stop.h: the clean stop).
+//
+// Ownership: Run() owns every part on the calling (main) thread; NodeParts destroys the
+// HttpSender first, since its callbacks reach into the runners and the writer.
 #pragma once
 
 #include <map>
@@ -31,15 +36,12 @@
 #include <string>
 
 #include "config.h"
+#include "node_signals.h"  // BlockStopSignals, for the caller
 
 namespace bulkhead {
 
 class BreakerKeeper;
 class QueueRunner;
-
-// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, and so in every thread it starts
-// afterwards. Call on the main thread before any other thread exists, then construct the Node.
-void BlockStopSignals();
 
 class Node {
  public:
