@@ -10,6 +10,18 @@
 
 -- name: ListBreakers
 -- Channels whose breaker is not closed or that are paused (or disabled), longest broken first.
+-- column channel bigint
+-- column tenant text
+-- column tier text
+-- column state text
+-- column paused boolean
+-- column since text
+-- column since_s double precision
+-- column trips integer
+-- column reason text
+-- column probe_in_s double precision
+-- column probe_job bigint
+-- column parked bigint
 -- Every channel that is not simply flowing — breaker not closed, or paused — with
 -- its parked backlog (counted on jobs_parked). Broken breakers first, longest broken first.
 SELECT ch.id AS channel, t.name AS tenant, t.tier, ch.breaker_state AS state, ch.paused,
@@ -26,6 +38,11 @@ SELECT ch.id AS channel, t.name AS tenant, t.tier, ch.breaker_state AS state, ch
 
 -- name: ResetBreaker
 -- Closes channel $1's breaker from any state and unparks its backlog (unless paused or disabled).
+-- param $1 channel bigint
+-- column before text
+-- column jobs bigint
+-- column notified bigint
+-- column woken bigint
 -- An operator closes a channel's breaker from any state and returns its parked
 -- backlog (unless the channel is paused or disabled: the flowing fragment), in one statement. A probe still in flight then
 -- answers into a closed breaker, and its compare-and-set matches nothing. On a breaker that
@@ -52,6 +69,10 @@ SELECT before.breaker_state AS before,
 
 -- name: PauseChannel
 -- Pauses channel $1, parking its waiting backlog.
+-- param $1 channel bigint
+-- column before boolean
+-- column jobs bigint
+-- column notified bigint
 -- Holds a channel's deliveries: its waiting backlog is parked in the same
 -- statement, and bulkhead.enqueue inserts its new ones parked, until it is resumed.
 WITH before AS (
@@ -68,6 +89,13 @@ SELECT before.paused AS before, (SELECT count(*) FROM parked) AS jobs,
 
 -- name: ResumeChannel
 -- Resumes channel $1, unparking its backlog if its breaker is closed; refuses a disabled one.
+-- param $1 channel bigint
+-- column before boolean
+-- column enabled boolean
+-- column disabled_reason text
+-- column jobs bigint
+-- column notified bigint
+-- column woken bigint
 -- Lifts the hold; the parked backlog returns to the queue if the breaker is
 -- closed (an open breaker keeps it parked until its probe succeeds). A disabled channel keeps
 -- its pause and its backlog parked: disable paused it so that nothing of a channel enqueue
@@ -94,6 +122,11 @@ SELECT before.paused AS before, before.enabled,
 
 -- name: DisableChannel
 -- Disables and pauses channel $1 with reason $2, parking its waiting backlog.
+-- param $1 channel bigint
+-- param $2 reason text
+-- column before boolean
+-- column jobs bigint
+-- column notified bigint
 -- Enqueue refuses the channel from now on (bulkhead.route), and its waiting
 -- backlog is held parked, not dropped: a disabled channel is also paused, so the claim, the
 -- probe and the reconciler all leave its jobs alone without a new check of their own. Parks in
@@ -113,6 +146,9 @@ SELECT before.enabled AS before, (SELECT count(*) FROM parked) AS jobs,
 
 -- name: EnableChannel
 -- Lets enqueue accept channel $1 again; its pause stays.
+-- param $1 channel bigint
+-- column before boolean
+-- column jobs bigint
 -- Enqueue accepts the channel again. The pause that disable set stays, so the
 -- parked backlog is sent only when an operator resumes the channel (it may be stale by now).
 WITH before AS (
@@ -129,6 +165,12 @@ SELECT before.enabled AS before,
 
 -- name: AddChannel
 -- A new channel of tenant $1 (a name, or an id) with URL $2 and a generated secret.
+-- param $1 tenant text
+-- param $2 url text
+-- column id bigint
+-- column tenant text
+-- column tier text
+-- column secret text
 -- A new channel of a tenant (by name, or by id when no tenant has that name),
 -- with a secret from bulkhead.new_secret(). The URL's shape is checked by channels_url_is_http.
 WITH tenant AS (
@@ -143,6 +185,25 @@ SELECT added.id, tenant.name AS tenant, tenant.tier, added.secret FROM added, te
 
 -- name: ShowChannel
 -- Everything about channel $1 but its secret.
+-- param $1 channel bigint
+-- column id bigint
+-- column tenant_id bigint
+-- column tenant text
+-- column tier text
+-- column url text
+-- column created_at text
+-- column enabled boolean
+-- column paused boolean
+-- column disabled_reason text
+-- column breaker_state text
+-- column breaker_reason text
+-- column breaker_trips integer
+-- column available bigint
+-- column scheduled bigint
+-- column executing bigint
+-- column parked bigint
+-- column old_secrets bigint
+-- column old_secrets_until text
 -- One channel, never its secret, with its waiting jobs by state (the channel's
 -- ranges of jobs_channel_available and jobs_parked; in flight through jobs_executing).
 SELECT ch.id, t.id AS tenant_id, t.name AS tenant, t.tier, ch.url,
@@ -168,6 +229,9 @@ SELECT ch.id, t.id AS tenant_id, t.name AS tenant, t.tier, ch.url,
 
 -- name: RotateLock
 -- Locks channel $1 for a rotation and says whether $2 is already its secret.
+-- param $1 channel bigint
+-- param $2 secret text
+-- column same boolean
 -- Locks the channel's row for the rotation (a second rotation of the same channel
 -- waits) and says whether the given new secret ($2, '' when one is to be generated) is already
 -- the current one. No row: no such channel. The secrets are compared here, never read out.
@@ -175,6 +239,9 @@ SELECT secret = $2 AS same FROM bulkhead.channels WHERE id = $1 FOR NO KEY UPDAT
 
 -- name: RotateDrop
 -- Deletes channel $1's old secrets that are expired, equal $3, or all when $2 is 0.
+-- param $1 channel bigint
+-- param $2 keep_s integer
+-- param $3 secret text
 -- Deletes the channel's old secrets that are expired, that equal the new secret
 -- ($3; it becomes current again), or all of them when the window ($2 seconds) is 0.
 DELETE FROM bulkhead.channel_secrets
@@ -182,6 +249,8 @@ DELETE FROM bulkhead.channel_secrets
 
 -- name: RotateRetire
 -- Channel $1's current secret becomes an old one, valid for $2 seconds more.
+-- param $1 channel bigint
+-- param $2 keep_s double precision
 -- The current secret becomes an old one, valid for $2 seconds more (> 0).
 INSERT INTO bulkhead.channel_secrets (channel_id, secret, expires_at)
 SELECT id, secret, now() + $2 * interval '1 second' FROM bulkhead.channels WHERE id = $1
@@ -191,6 +260,11 @@ ON CONFLICT (channel_id, secret) DO UPDATE
 
 -- name: RotateSet
 -- Sets channel $1's new current secret ($2, or a generated one when '').
+-- param $1 channel bigint
+-- param $2 secret text
+-- column secret text
+-- column old_secrets bigint
+-- column old_secrets_until text
 -- The new current secret ($2, or bulkhead.new_secret() when ''), checked by
 -- channels_secret_format, and the claim's gate recomputed from the old secrets left. Returns
 -- the new secret (for the operator, once), how many old secrets stay valid, and until when.
@@ -205,6 +279,13 @@ RETURNING ch.secret,
 
 -- name: SetTenantTier
 -- Moves tenant $1 (a name, or an id) and its waiting jobs to tier $2.
+-- param $1 tenant text
+-- param $2 tier text
+-- column tenant text
+-- column before text
+-- column available bigint
+-- column parked bigint
+-- column woken bigint
 -- Moves a tenant (by name, or by id when no tenant has that name) to another
 -- tier, and its waiting jobs (available and parked) to that tier's queue, in one statement;
 -- jobs in flight finish where they are, and retry in the new queue (see record). A tier that
@@ -232,10 +313,23 @@ SELECT tenant.name AS tenant, tenant.tier AS before,
 
 -- name: AddTenant
 -- A new tenant named $1 on tier $2: its id.
+-- param $1 name text
+-- param $2 tier text
+-- column id bigint
 INSERT INTO bulkhead.tenants (name, tier) VALUES ($1, $2) RETURNING id
 
 -- name: ShowTenant
 -- Tenant $1 (a name, or an id) with its channels and waiting jobs by state.
+-- param $1 tenant text
+-- column id bigint
+-- column name text
+-- column tier text
+-- column created_at text
+-- column channels bigint
+-- column available bigint
+-- column scheduled bigint
+-- column executing bigint
+-- column parked bigint
 -- One tenant (by name, or by id when no tenant has that name) with its channels
 -- and its waiting jobs by state, found through its channels (channels_tenant, then each
 -- channel's ranges of jobs_channel_available and jobs_parked).

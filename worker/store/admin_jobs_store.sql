@@ -6,6 +6,12 @@
 
 -- name: QueueStatus
 -- Per tier: its waiting jobs by state and its lag.
+-- column queue text
+-- column available bigint
+-- column scheduled bigint
+-- column executing bigint
+-- column parked bigint
+-- column lag_s double precision
 -- Per tier, its waiting jobs by state and its lag (the age of the oldest due
 -- available job: the first entry of each priority's range in jobs_claim). Every count reads
 -- only a partial index of unfinished rows (jobs_claim, jobs_executing, jobs_parked), so its
@@ -34,6 +40,14 @@ SELECT q.name AS queue,
 
 -- name: NodeStatus
 -- The registered nodes, their heartbeat and lease, and their jobs in flight.
+-- column name text
+-- column host text
+-- column version text
+-- column tiers text
+-- column pid integer
+-- column heartbeat_age_s double precision
+-- column lease_left_s double precision
+-- column executing bigint
 -- The registered nodes, their heartbeat and lease, and the jobs each holds in
 -- flight (jobs_executing, one index range per node).
 SELECT n.name, coalesce(n.host, '') AS host, coalesce(n.version, '') AS version,
@@ -47,6 +61,23 @@ SELECT n.name, coalesce(n.host, '') AS host, coalesce(n.version, '') AS version,
 
 -- name: ListJobs
 -- The newest jobs matching channel $1, tenant $2, state $3, at most $4.
+-- param $1 channel bigint?
+-- param $2 tenant bigint?
+-- param $3 state text?
+-- param $4 limit bigint
+-- column id bigint
+-- column queue text
+-- column tenant text
+-- column state text
+-- column channel bigint
+-- column priority smallint
+-- column attempt smallint
+-- column max_attempts smallint
+-- column created_at text
+-- column scheduled_at text
+-- column finished_at text
+-- column payload_bytes bigint
+-- column last_error text
 -- The newest jobs first (the primary key walked backwards), filtered by channel,
 -- tenant and state, at most $4. The payload is never read out, only its size; the last error
 -- is cut to 200 characters. A filter that matches few of many rows walks far: the command
@@ -67,6 +98,19 @@ SELECT j.id, j.queue, coalesce(t.name, j.tenant_id::text) AS tenant, j.state,
 
 -- name: Replay
 -- Discarded jobs matching $1–$7 back to the queue with a fresh budget, at most $8.
+-- param $1 id bigint?
+-- param $2 channel bigint?
+-- param $3 tenant bigint?
+-- param $4 since_at timestamp with time zone?
+-- param $5 since_age_s bigint?
+-- param $6 until_at timestamp with time zone?
+-- param $7 until_age_s bigint?
+-- param $8 limit integer
+-- column jobs bigint
+-- column available bigint
+-- column parked bigint
+-- column more boolean
+-- column woken bigint
 -- Discarded jobs back to the queue, oldest discarded first, at most $8 of them
 -- (jobs_finished walked from $4/$5 on; by id through the primary key). Each gets a fresh
 -- attempt budget (attempt 0 of its max_attempts), is due now, goes to the queue of its
@@ -108,6 +152,12 @@ SELECT (SELECT count(*) FROM replayed) AS jobs,
 
 -- name: Cancel
 -- Waiting jobs matching id $1, channel $2, tenant $3 to cancelled, at most $4.
+-- param $1 id bigint?
+-- param $2 channel bigint?
+-- param $3 tenant bigint?
+-- param $4 limit integer
+-- column jobs bigint
+-- column more boolean
 -- Waiting jobs (available, due or not, and parked) to cancelled, at most $4, by id or
 -- by channel (jobs_channel_available, jobs_parked) or tenant (its channels, then the same).
 -- A job in flight is not waiting and is left alone: its attempt finishes and is recorded as
@@ -134,5 +184,9 @@ SELECT (SELECT count(*) FROM cancelled) AS jobs, (SELECT count(*) FROM picked) >
 
 -- name: FindJob
 -- Job $1's state, node and attempt.
+-- param $1 id bigint
+-- column state text
+-- column node text
+-- column attempt smallint
 -- One job's state and owner, to explain a cancel that changed nothing.
 SELECT state, coalesce(attempted_by, '') AS node, attempt FROM bulkhead.jobs WHERE id = $1

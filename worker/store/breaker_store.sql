@@ -25,6 +25,13 @@ least({{base}}::float8 * power(2, least(breaker_trips, 40)), {{cap}}::float8)
 
 -- name: OpenBreaker
 -- closed → open for channel $1, parking up to $4 of its waiting jobs; the probe may go after $2 ms.
+-- param $1 channel bigint
+-- param $2 cooldown_ms double precision
+-- param $3 reason text
+-- param $4 batch bigint
+-- column done bigint
+-- column jobs bigint
+-- column notified bigint
 -- Closed → open, parking the channel's waiting backlog (available, at any priority, due or not)
 -- in the same statement, up to the batch $4; `jobs` = $4 says there may be more (ParkBacklog).
 -- A first opening waits the tier's base cooldown.
@@ -44,6 +51,13 @@ SELECT (SELECT count(*) FROM opened) AS done,
 
 -- name: CloseBreaker
 -- half_open → closed for channel $1 after probe job $2 succeeded, unparking up to $3 jobs.
+-- param $1 channel bigint
+-- param $2 probe_job bigint
+-- param $3 batch bigint
+-- column done bigint
+-- column jobs bigint
+-- column notified bigint
+-- column woken bigint
 -- Half_open → closed after this probe succeeded, returning the parked backlog to the queue in
 -- the same statement, up to the batch $3 (the rest: UnparkBacklog). Unparked jobs keep
 -- priority 3 and their scheduled_at:
@@ -66,6 +80,15 @@ SELECT (SELECT count(*) FROM closed) AS done,
 
 -- name: ReopenBreaker
 -- half_open → open for channel $1 after probe job $2 failed, with the grown cooldown.
+-- param $1 channel bigint
+-- param $2 probe_job bigint
+-- param $3 cooldown_ms double precision
+-- param $4 cooldown_max_ms double precision
+-- param $5 reason text
+-- param $6 batch bigint
+-- column done bigint
+-- column jobs bigint
+-- column notified bigint
 -- Half_open → open after this probe failed, with a longer cooldown; parks whatever became
 -- available meanwhile, up to the batch $6.
 WITH reopened AS (
@@ -84,6 +107,9 @@ SELECT (SELECT count(*) FROM reopened) AS done,
 
 -- name: ParkBacklog
 -- Parks up to $2 more waiting jobs of channel $1 while it does not flow; returns jobs.
+-- param $1 channel bigint
+-- param $2 batch bigint
+-- column jobs bigint
 -- The rest of a backlog after OpenBreaker or ReopenBreaker. The channel row is read FOR SHARE:
 -- a transition in progress is waited for, and a channel that flows again by then (closed by
 -- another node, resumed) keeps its jobs.
@@ -96,6 +122,10 @@ SELECT count(*) AS jobs FROM parked
 
 -- name: UnparkBacklog
 -- Unparks up to $2 more parked jobs of channel $1 while it flows; returns jobs.
+-- param $1 channel bigint
+-- param $2 batch bigint
+-- column jobs bigint
+-- column woken bigint
 -- The rest of a backlog after CloseBreaker, with ParkBacklog's FOR SHARE the other way round:
 -- a channel stopped again meanwhile keeps its backlog parked. Wakes the queues it returned jobs to.
 WITH restarted AS (
@@ -107,6 +137,10 @@ SELECT (SELECT count(*) FROM unparked) AS jobs, {{wake_queues(unparked)}} AS wok
 
 -- name: ExpireProbes
 -- half_open → open for queue $1's channels whose probe ran out of time.
+-- param $1 queue text
+-- param $2 cooldown_ms double precision
+-- param $3 cooldown_max_ms double precision
+-- column expired bigint
 -- Half_open → open for this queue's channels whose probe ran out of time (the
 -- prober died, or its answer was lost), with the grown cooldown of a failed probe.
 WITH expired AS (
@@ -124,6 +158,7 @@ SELECT count(pg_notify('bulkhead_breakers', id || ' open')) AS expired FROM expi
 
 -- name: NotClosedBreakers
 -- The channels whose breaker is not closed, fleet-wide.
+-- column id bigint
 -- The node's view of the fleet's breakers, refreshed every few seconds
 -- in case a NOTIFY was missed. Reads only channels_breaker_due's rows.
 SELECT id FROM bulkhead.channels WHERE breaker_state <> 'closed'

@@ -1,8 +1,10 @@
 -- The claim store's statements: what a queue runner runs (worker/store/claim_store.h). Each entry is
--- `-- name: Name`, a one-line contract, the reasons for its shape, and its SQL; the build embeds
--- them (worker/store/named_queries.cmake) and ClaimStore prepares them under their snake_case names
--- (Claim → claim). `{{name}}` and `{{name(args)}}` are fragments (`-- fragment: name`, here or
--- in sql_fragments.sql), substituted at configure time.
+-- `-- name: Name`, a one-line contract, its parameters and columns (`-- param $1 queue text`,
+-- `-- column id bigint?`, `?`: may be NULL), the reasons for its shape, and its SQL; the build
+-- embeds them (worker/store/named_queries.cmake), makes a struct of each (sql::Claim, with
+-- Params and Row: worker/store/typed_statements.cmake), and ClaimStore prepares them under their
+-- snake_case names (Claim → claim). `{{name}}` and `{{name(args)}}` are fragments (`-- fragment:
+-- name`, here or in sql_fragments.sql), substituted at configure time.
 
 -- fragment: old_secrets
 -- The old secrets of a claimed row's channel (the CTE `claimed`) that are still in their
@@ -133,6 +135,39 @@ SELECT next.*
 
 -- name: Claim
 -- Claims up to $2 due jobs of queue $1 for node $3, within the caps then lent; parks non-flowing.
+-- param $1 queue text
+-- param $2 limit integer: the runner's free slots
+-- param $3 node text
+-- param $4 channels bigint[]: the channels this node has in flight
+-- param $5 channel_counts integer[]: their jobs in flight, in the order of $4
+-- param $6 tenants bigint[]: the tenants this node has in flight
+-- param $7 tenant_counts integer[]: their jobs in flight, in the order of $6
+-- param $8 channel_cap integer: jobs one channel may have in flight on this node
+-- param $9 tenant_cap integer: jobs one tenant may have in flight on this node
+-- param $10 channel_windows integer[]: the window of each channel of $4 (slow start)
+-- param $11 first_window integer: the window of a channel not in flight here
+-- param $12 lend bigint: the lending budget (0: strict caps)
+-- param $13 lend_windows integer[]: the lend window of each channel of $4 (0: none)
+-- param $14 look_ahead integer: rows a window reads beyond the limit
+-- param $15 heads_after_channel bigint: the skip scan starts after ($15, $16)
+-- param $16 heads_after_priority smallint
+-- param $17 max_heads integer: heads the skip scan visits at most
+-- column id bigint?: NULL (and every job column) in the one row of a claim that took nothing
+-- column channel_id bigint?
+-- column tenant_id bigint?
+-- column attempt smallint?
+-- column max_attempts smallint?
+-- column payload text?
+-- column url text?
+-- column secret text?
+-- column parked boolean?: picked for a channel that does not flow, and parked
+-- column wait_s double precision?: the queue wait
+-- column old_secrets text?: space-separated; NULL for none
+-- column held_back bigint: rows locked and left
+-- column windows_kept bigint: what the windows found within the caps
+-- column heads bigint: heads the skip scan visited
+-- column last_channel bigint?: where the skip scan stopped (NULL: it did not run)
+-- column last_priority smallint?
 -- The heart of the queue.
 --
 -- - One statement, one round trip: it picks and locks, marks the jobs executing with attempt + 1,
@@ -353,6 +388,20 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
 
 -- name: ClaimProbes
 -- open → half_open for up to $2 cooled-down channels of queue $1; node $3 claims each probe.
+-- param $1 queue text
+-- param $2 limit bigint
+-- param $3 node text
+-- param $4 probe_window_ms double precision
+-- column id bigint
+-- column channel_id bigint
+-- column tenant_id bigint
+-- column attempt smallint
+-- column max_attempts smallint
+-- column payload text
+-- column url text
+-- column secret text
+-- column old_secrets text?
+-- column probing bigint
 -- Open → half_open for channels of this queue whose cooldown is over, each with
 -- its oldest due parked job claimed by this node as the probe. FOR NO KEY UPDATE SKIP LOCKED on
 -- the channel row makes the probe fleet-wide: two nodes looking at once take different channels
@@ -417,6 +466,8 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
 
 -- name: SnoozeChannel
 -- Pushes channel $1's available jobs to no earlier than now() + $2 ms (a Retry-After).
+-- param $1 channel bigint
+-- param $2 delay_ms double precision
 -- An endpoint answered 429 or 503 with a Retry-After: the channel's waiting
 -- jobs (available, due or not yet) move to no earlier than now() + the delay, in one statement
 -- over jobs_channel_available. Lengthening only: a job already due later keeps its time (the
@@ -430,6 +481,8 @@ UPDATE bulkhead.jobs
 
 -- name: MarkAsleep
 -- Records that node $2's runner of queue $1 waits for news (migration 0010, ADR 0019).
+-- param $1 queue text
+-- param $2 node text
 -- An enqueue's trigger notifies a queue only while such a row exists. Unlogged, so the
 -- statement writes no WAL and its commit waits for no flush; a row already there stays as it
 -- is (no new row version for a runner that writes it again).
@@ -437,10 +490,21 @@ INSERT INTO bulkhead.sleepers (queue, node) VALUES ($1, $2) ON CONFLICT DO NOTHI
 
 -- name: MarkAwake
 -- Deletes node $2's row for queue $1: its runner is busy and claims again by itself.
+-- param $1 queue text
+-- param $2 node text
 DELETE FROM bulkhead.sleepers WHERE queue = $1 AND node = $2
 
 -- name: DisableGone
 -- Disables and pauses channel $1 after job $2 got 410 Gone; parks its backlog and that job.
+-- param $1 channel bigint
+-- param $2 job bigint
+-- param $3 attempt integer
+-- param $4 node text
+-- param $5 error text
+-- param $6 duration_ms double precision
+-- column was_enabled boolean
+-- column jobs bigint
+-- column notified bigint
 -- An endpoint answered 410 Gone: the channel is disabled (enqueue refuses it
 -- from now on, SQLSTATE 55000 with the reason) and paused, exactly as `bulkhead channel
 -- disable` does, and in the same statement its waiting backlog is parked and so is the job
@@ -488,6 +552,8 @@ SELECT before.enabled AS was_enabled,
 
 -- name: HandBack
 -- Gives node $2's claimed jobs $1 back, available (parked if stopped), attempt unspent.
+-- param $1 jobs jsonb
+-- param $2 node text
 -- Claimed but not attempted (or abandoned at shutdown): back to available, the
 -- attempt not spent, so the job loses none of its retry budget. Fenced like record. Into the
 -- queue of its tenant's tier now, as record and rescue do: `tenant set-tier` moves only waiting

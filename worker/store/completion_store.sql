@@ -3,6 +3,8 @@
 
 -- name: Record
 -- Writes the results $1 of jobs node $2 still owns at their attempt; stale ones change nothing.
+-- param $1 results jsonb
+-- param $2 node text
 -- One statement for a whole batch of results.
 --
 -- The WHERE is the fence: a node finishes a job only while it is still `executing`, claimed by

@@ -11,6 +11,7 @@
 
 -- name: RegisterTiers
 -- Makes the tiers in the JSON array $1 known (no-op for known ones).
+-- param $1 tiers jsonb
 -- A node makes the tiers it serves known, so tenants can be put on them.
 INSERT INTO bulkhead.tiers (name)
 SELECT jsonb_array_elements_text($1::jsonb)
@@ -18,6 +19,12 @@ ON CONFLICT (name) DO NOTHING
 
 -- name: RegisterNode
 -- Inserts or refreshes node $1's row, with a lease of $6 ms from now.
+-- param $1 node text
+-- param $2 host text
+-- param $3 pid integer
+-- param $4 version text
+-- param $5 tiers jsonb
+-- param $6 lease_ms double precision
 -- One row per node name; a restarted node takes its row over.
 INSERT INTO bulkhead.nodes (name, host, pid, version, tiers, started_at, heartbeat_at,
                             lease_until)
@@ -30,6 +37,9 @@ ON CONFLICT (name) DO UPDATE
 
 -- name: Heartbeat
 -- Moves node $1's heartbeat to now and its lease to now + $2 ms; no row when node $1 has none.
+-- param $1 node text
+-- param $2 lease_ms double precision
+-- column name text
 -- A node cut off for over an hour comes back to find its row forgotten (ForgetNodes); the
 -- caller then registers again (RegisterNode), or rescue would take every job it claims.
 UPDATE bulkhead.nodes
@@ -39,6 +49,12 @@ RETURNING name
 
 -- name: ReturnStranded
 -- Returns node $1's executing jobs claimed over $3 ms ago that it does not hold ($2), attempt unspent.
+-- param $1 node text
+-- param $2 held bigint[]
+-- param $3 min_age_ms double precision
+-- column jobs bigint
+-- column ids text
+-- column woken bigint
 -- A job can be `executing` under a live node that no longer knows it has it: a claim (or a
 -- probe claim) that committed on the server while its connection dropped before the reply
 -- arrived, or a hand-back that failed. Rescue takes only the jobs of nodes without a lease, so
@@ -75,11 +91,14 @@ SELECT (SELECT count(*) FROM stranded) AS jobs,
 
 -- name: RemoveNode
 -- Removes node $1's row (clean shutdown), and its runners' rows in bulkhead.sleepers.
+-- param $1 node text
 WITH awake AS (DELETE FROM bulkhead.sleepers WHERE node = $1)
 DELETE FROM bulkhead.nodes WHERE name = $1
 
 -- name: Lead
 -- Takes the fleet's leadership for this session, named after node $1, if no other session holds it.
+-- param $1 node text
+-- column led boolean
 -- The fleet's maintenance runs on the one node whose maintenance connection holds this
 -- session-level advisory lock. The lock dies with the connection, so when the leader's process
 -- or its connection dies, another node's next try (every few seconds) takes over; no row
@@ -92,6 +111,7 @@ SELECT pg_try_advisory_lock(7094703853087728997) AS led
 
 -- name: Depose
 -- Terminates the leader's connection if it belongs to no node with a running lease.
+-- column deposed bigint
 -- A leader that is alive to Postgres but not to the fleet — frozen (SIGSTOP, a stalled
 -- VM), or so cut off that its heartbeat no longer lands — keeps its connection and so the lock.
 -- When the lock's holder belongs to no node with a running lease, it is terminated, which
@@ -117,6 +137,11 @@ SELECT count(pg_terminate_backend(a.pid)) AS deposed
 
 -- name: RescueLost
 -- Returns to the queue (or discards) the jobs of nodes whose lease ran out, and of node $1.
+-- param $1 also text
+-- column jobs bigint
+-- column discarded bigint
+-- column nodes text
+-- column woken bigint
 -- Jobs `executing` under a node whose lease has run out (or that has no row at
 -- all, or that is $1: a node starting under the name of its previous, dead self) go back to
 -- the queue: `available` at once, keeping the attempt they spent — the request
@@ -172,6 +197,7 @@ SELECT (SELECT count(*) FROM rescued) AS jobs,
 
 -- name: ForgetNodes
 -- Removes the rows of nodes whose lease ended over $1 ms ago and that own no job.
+-- param $1 after_ms double precision
 -- Removes the rows of nodes whose lease ended more than $1 ms ago and that own
 -- no executing job (rescue ran first), so the registry shows the fleet, not its history.
 -- A scalar sub-select, not NOT EXISTS: PostgreSQL may turn NOT EXISTS into an anti-join that
@@ -190,6 +216,8 @@ DELETE FROM bulkhead.sleepers s
 
 -- name: PruneFinished
 -- Deletes up to $2 jobs finished over $1 ms ago, oldest first.
+-- param $1 retention_ms double precision
+-- param $2 batch bigint
 -- Deletes up to $2 jobs that finished (completed, discarded, cancelled) more
 -- than $1 ms ago, oldest first along jobs_finished. Bounded, so that one run never holds locks
 -- or bloats WAL for long; the leader repeats it until a batch comes back short.
@@ -208,6 +236,8 @@ DELETE FROM bulkhead.jobs
 
 -- name: PruneOldSecrets
 -- Deletes old channel secrets whose window ended and clears the gate of channels left without any.
+-- column pruned bigint
+-- column cleared bigint
 -- Deletes old channel secrets whose rotation window ended, and clears the
 -- claim's gate (channels.old_secrets_until) of channels whose last old secret has expired,
 -- through channels_old_secrets_until. The clearing tests the gate on the row as it is when the
@@ -223,6 +253,8 @@ SELECT (SELECT count(*) FROM pruned) AS pruned, (SELECT count(*) FROM cleared) A
 
 -- name: ParkBehindOpen
 -- Parks the available jobs of channels whose breaker is not closed; returns jobs and channels.
+-- column jobs bigint
+-- column channels bigint
 -- Parks the available jobs of every channel whose breaker is not closed.
 -- They get there when an enqueue read the breaker closed and committed after the statement
 -- that opened it — about a thousand jobs when a 10-client backlog is being created as the
@@ -244,6 +276,9 @@ SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
 
 -- name: ReconcileParked
 -- Unparks the jobs of closed, unpaused channels; returns jobs and channels.
+-- column jobs bigint
+-- column channels bigint
+-- column woken bigint
 -- Unparks the jobs of channels that are closed and not paused. They strand
 -- there when an enqueue read the breaker open (or the channel paused) and committed after the
 -- statement that closed it; or when an operator closed a breaker by hand in SQL.
@@ -273,6 +308,9 @@ SELECT (SELECT count(*) FROM unparked) AS jobs,
 
 -- name: SampleJobs
 -- Jobs per tier × available, scheduled, parked, executing.
+-- column tier text
+-- column state text
+-- column n bigint
 -- Jobs per queue in the waiting and running states. `available` is what can be
 -- claimed now; `scheduled` is available but not yet due (retries waiting); read on jobs_claim
 -- (named by its predicate's `priority BETWEEN 1 AND 3`, migration 0006), jobs_parked and
@@ -296,6 +334,9 @@ SELECT t.name AS tier, s.state, coalesce(c.n, 0) AS n
 
 -- name: SampleBreakers
 -- Channels per tier × open, half_open.
+-- column tier text
+-- column state text
+-- column n bigint
 -- Channels per tier whose breaker is open or half-open (on
 -- channels_breaker_due); closed is the rest and is not counted, which would read every channel.
 WITH counts AS (
@@ -312,6 +353,8 @@ SELECT t.name AS tier, s.state, coalesce(c.n, 0) AS n
 
 -- name: SampleLag
 -- Per tier, the age of its oldest claimable job.
+-- column tier text
+-- column lag_s double precision
 -- Per tier, the age of its oldest claimable job (available and due), 0 when none:
 -- one jobs_claim probe per priority (the index's order is priority first, so the oldest of
 -- each priority is its first due row). `priority = p.priority` is a column of another row, which

@@ -5,7 +5,8 @@
 // AdminJobsStore, RoleStore) lists the names of the statements it runs and prepares only those,
 // each under its snake_case name (ClaimProbes → claim_probes, as EXPLAIN EXECUTE names it).
 // Fragments are already substituted; the contract and the reasons stay in the .sql file, beside
-// the SQL.
+// the SQL. Each statement's parameters and columns are declared there too, and the stores call
+// it through the struct generated from them (typed_statements.cmake).
 //
 // Immutable after static initialisation: safe for concurrent use.
 #pragma once
@@ -19,11 +20,21 @@ class connection_base;
 
 namespace bulkhead {
 
+// A declared parameter or column (`-- param $1 queue text`, `-- column id bigint?`;
+// typed_statements.cmake): its name, its type as PostgreSQL spells it, and whether it may be NULL.
+struct NamedQueryField {
+  std::string_view name;
+  std::string_view type;
+  bool nullable;
+};
+
 struct NamedQuery {
   std::string_view file;       // the .sql file under worker/store/ that holds it
   std::string_view name;       // as in `-- name: ClaimProbes`
   std::string_view statement;  // the prepared statement's name: claim_probes
   std::string_view sql;
+  std::span<const NamedQueryField> params;   // in $n order
+  std::span<const NamedQueryField> columns;  // in the order it returns them
 };
 
 // Every statement of every worker/store/*.sql, in name order.

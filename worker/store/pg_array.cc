@@ -1,8 +1,10 @@
 #include "pg_array.h"
 
 namespace bulkhead {
+namespace {
 
-std::string PgArray(const std::vector<int64_t>& items) {
+template <typename Int>
+std::string Literal(const std::vector<Int>& items) {
   std::string out = "{";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ',';
@@ -11,5 +13,10 @@ std::string PgArray(const std::vector<int64_t>& items) {
   out += '}';
   return out;
 }
+
+}  // namespace
+
+std::string PgArray(const std::vector<int64_t>& items) { return Literal(items); }
+std::string PgArray(const std::vector<int>& items) { return Literal(items); }
 
 }  // namespace bulkhead

@@ -9,5 +9,6 @@
 namespace bulkhead {
 
 std::string PgArray(const std::vector<int64_t>& items);
+std::string PgArray(const std::vector<int>& items);
 
 }  // namespace bulkhead

@@ -3,6 +3,9 @@
 
 -- name: GrantRole
 -- Grants role $1 exactly what part $2 (app, node or console) needs, revoking what it held before.
+-- param $1 role text
+-- param $2 part text
+-- column grant_role void
 -- The lists live in the schema (bulkhead.grant_role, migration 0009), versioned with the tables
 -- they name; its errors carry their SQLSTATE: 42704 no such role, 22023 an unknown part or the
 -- schema's own owner, 42501 a caller that does not own the schema.
@@ -10,6 +13,9 @@ SELECT bulkhead.grant_role($1, $2)
 
 -- name: RolePrivileges
 -- What role $1 may do in schema bulkhead now: one row per object, its privileges.
+-- param $1 role name
+-- column object text
+-- column privileges text
 -- Table privileges come from each table's ACL, column privileges from each column's, and
 -- function privileges from each function's, all for the role itself (not its memberships);
 -- a column privilege reads "SELECT (id, name)". Names are cast to text: a `name` holds 63
