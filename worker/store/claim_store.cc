@@ -2,36 +2,60 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
+#include <utility>
 
+#include "claim_store_statements.h"
 #include "named_queries.h"
-#include "pg_array.h"
 
 namespace bulkhead {
 namespace {
 
-// A row of Claim or ClaimProbes, read by column name; `old_secrets` is the space-separated old
-// secrets (NULL: none).
-ClaimedJob ClaimedFromRow(const pqxx::row& row) {
-  ClaimedJob job;
-  job.id = row["id"].as<int64_t>();
-  job.channel_id = row["channel_id"].as<int64_t>();
-  job.tenant_id = row["tenant_id"].as<int64_t>();
-  job.attempt = row["attempt"].as<int>();
-  job.max_attempts = row["max_attempts"].as<int>();
-  job.payload = row["payload"].as<std::string>();
-  job.url = row["url"].as<std::string>();
-  job.secret = row["secret"].as<std::string>();
-  const pqxx::field old = row["old_secrets"];
-  if (!old.is_null()) {
-    std::string_view rest = old.c_str();
-    while (!rest.empty()) {
-      size_t space = rest.find(' ');
-      job.old_secrets.emplace_back(rest.substr(0, space));
-      if (space == std::string_view::npos) break;
-      rest.remove_prefix(space + 1);
-    }
+// The old secrets of a claimed job, space-separated (NULL: none), as a list.
+std::vector<std::string> OldSecrets(const std::optional<std::string>& old) {
+  std::vector<std::string> secrets;
+  if (!old) return secrets;
+  std::string_view rest = *old;
+  while (!rest.empty()) {
+    size_t space = rest.find(' ');
+    secrets.emplace_back(rest.substr(0, space));
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
   }
+  return secrets;
+}
+
+// A job of Claim (its job columns set: .value() throws on a NULL one, as reading it did). The
+// texts are moved out of the row: the payload is copied once, as when it was read by name.
+ClaimedJob ClaimedFromRow(sql::Claim::Row&& row) {
+  ClaimedJob job;
+  job.id = row.id.value();
+  job.channel_id = row.channel_id.value();
+  job.tenant_id = row.tenant_id.value();
+  job.attempt = row.attempt.value();
+  job.max_attempts = row.max_attempts.value();
+  job.payload = std::move(row.payload.value());
+  job.url = std::move(row.url.value());
+  job.secret = std::move(row.secret.value());
+  job.old_secrets = OldSecrets(row.old_secrets);
+  job.wait_s = row.wait_s.value();
+  return job;
+}
+
+// A probe of ClaimProbes.
+ClaimedJob ClaimedFromRow(sql::ClaimProbes::Row&& row) {
+  ClaimedJob job;
+  job.id = row.id;
+  job.channel_id = row.channel_id;
+  job.tenant_id = row.tenant_id;
+  job.attempt = row.attempt;
+  job.max_attempts = row.max_attempts;
+  job.payload = std::move(row.payload);
+  job.url = std::move(row.url);
+  job.secret = std::move(row.secret);
+  job.old_secrets = OldSecrets(row.old_secrets);
+  job.probe = true;
   return job;
 }
 
@@ -44,7 +68,8 @@ ClaimStore::ClaimStore(pqxx::connection_base& conn) : conn_(conn) {
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
                                           const std::string& node, const ClaimLimits& limits,
                                           int* parked, int* held_back, ClaimWindows* windows) {
-  std::vector<int64_t> channels, channel_counts, tenants, tenant_counts;
+  std::vector<int64_t> channels, tenants;
+  std::vector<int> channel_counts, tenant_counts;
   for (const auto& [id, n] : limits.channels_in_flight) {
     channels.push_back(id);
     channel_counts.push_back(n);
@@ -52,14 +77,8 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   // A per-channel column of the limits, in channels' order, or `otherwise` for each channel
   // when the limits have none.
   auto per_channel = [&](const std::vector<int>& values, int otherwise) {
-    return values.size() == channels.size() ? std::vector<int64_t>(values.begin(), values.end())
-                                            : std::vector<int64_t>(channels.size(), otherwise);
+    return values.size() == channels.size() ? values : std::vector<int>(channels.size(), otherwise);
   };
-  const std::vector<int64_t> channel_windows =
-      per_channel(limits.channel_windows, limits.channel_cap);  // none: no slow start
-  const std::vector<int64_t> lend_windows =
-      per_channel(limits.lend_windows, 0);  // none: no lending
-  const int first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap;
   for (const auto& [id, n] : limits.tenants_in_flight) {
     tenants.push_back(id);
     tenant_counts.push_back(n);
@@ -88,38 +107,50 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     generic_plans_ = true;
   }
   pqxx::nontransaction tx(conn_, "claim");
-  pqxx::result rows = tx.exec_prepared(
-      "claim", queue, limit, node, PgArray(channels), PgArray(channel_counts), PgArray(tenants),
-      PgArray(tenant_counts), limits.channel_cap, limits.tenant_cap, PgArray(channel_windows),
-      first_window, std::max(limits.lend, 0), PgArray(lend_windows), std::max(limits.look_ahead, 0),
-      limits.heads_after_channel, static_cast<int16_t>(limits.heads_after_priority),
-      limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit));
+  std::vector<sql::Claim::Row> rows = sql::Claim::Run(
+      tx, {.queue = queue,
+           .limit = limit,
+           .node = node,
+           .channels = channels,
+           .channel_counts = channel_counts,
+           .tenants = tenants,
+           .tenant_counts = tenant_counts,
+           .channel_cap = limits.channel_cap,
+           .tenant_cap = limits.tenant_cap,
+           .channel_windows =
+               per_channel(limits.channel_windows, limits.channel_cap),  // none: no slow start
+           .first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap,
+           .lend = std::max(limits.lend, 0),
+           .lend_windows = per_channel(limits.lend_windows, 0),  // none: no lending
+           .look_ahead = std::max(limits.look_ahead, 0),
+           .heads_after_channel = limits.heads_after_channel,
+           .heads_after_priority = limits.heads_after_priority,
+           .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit)});
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;
-  for (const auto& row : rows) {
-    if (row["id"].is_null()) continue;  // the one row of a claim that took nothing
-    if (row["parked"].as<bool>()) {
+  for (sql::Claim::Row& row : rows) {
+    if (!row.id) continue;  // the one row of a claim that took nothing
+    if (row.parked.value()) {
       ++parked_here;
       continue;
     }
-    jobs.push_back(ClaimedFromRow(row));
-    jobs.back().wait_s = row["wait_s"].as<double>();
+    jobs.push_back(ClaimedFromRow(std::move(row)));
   }
-  const bool took = !rows.empty() && !rows[0]["id"].is_null();
+  const bool took = !rows.empty() && rows[0].id;
   if (parked) *parked = parked_here;
-  if (held_back) *held_back = took ? rows[0]["held_back"].as<int>() : 0;
+  if (held_back) *held_back = took ? static_cast<int>(rows[0].held_back) : 0;
   if (windows) {
     *windows = ClaimWindows{};
     windows->reported = took;
     if (!rows.empty()) {
-      windows->kept = rows[0]["windows_kept"].as<int>();
-      windows->heads = rows[0]["heads"].as<int>();
+      windows->kept = static_cast<int>(rows[0].windows_kept);
+      windows->heads = static_cast<int>(rows[0].heads);
     }
-    if (!rows.empty() && !rows[0]["last_channel"].is_null()) {
+    if (!rows.empty() && rows[0].last_channel) {
       windows->stopped = true;
-      windows->last_channel = rows[0]["last_channel"].as<int64_t>();
-      windows->last_priority = rows[0]["last_priority"].as<int>();
+      windows->last_channel = *rows[0].last_channel;
+      windows->last_priority = rows[0].last_priority.value();
     }
   }
   return jobs;
@@ -133,48 +164,54 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
 std::vector<ClaimedJob> ClaimStore::ClaimProbes(const std::string& queue, int limit,
                                                 const std::string& node, int64_t probe_window_ms) {
   pqxx::work tx(conn_, "claim_probes");
-  pqxx::result rows = tx.exec_prepared("claim_probes", queue, limit, node, probe_window_ms);
+  std::vector<sql::ClaimProbes::Row> rows =
+      sql::ClaimProbes::Run(tx, {.queue = queue,
+                                 .limit = limit,
+                                 .node = node,
+                                 .probe_window_ms = static_cast<double>(probe_window_ms)});
   tx.commit();
   std::vector<ClaimedJob> jobs;
-  for (const auto& row : rows) {
-    jobs.push_back(ClaimedFromRow(row));
-    jobs.back().probe = true;
-  }
+  for (sql::ClaimProbes::Row& row : rows) jobs.push_back(ClaimedFromRow(std::move(row)));
   return jobs;
 }
 
 int ClaimStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {
   pqxx::work tx(conn_, "snooze_channel");
-  int snoozed =
-      static_cast<int>(tx.exec_prepared("snooze_channel", channel, delay_ms).affected_rows());
+  int snoozed = static_cast<int>(
+      sql::SnoozeChannel::Run(tx, {.channel = channel, .delay_ms = static_cast<double>(delay_ms)}));
   tx.commit();
   return snoozed;
 }
 
 void ClaimStore::MarkAsleep(const std::string& queue, const std::string& node) {
   pqxx::nontransaction tx(conn_, "mark_asleep");
-  tx.exec_prepared("mark_asleep", queue, node);
+  sql::MarkAsleep::Run(tx, {.queue = queue, .node = node});
 }
 
 void ClaimStore::MarkAwake(const std::string& queue, const std::string& node) {
   pqxx::nontransaction tx(conn_, "mark_awake");
-  tx.exec_prepared("mark_awake", queue, node);
+  sql::MarkAwake::Run(tx, {.queue = queue, .node = node});
 }
 
 GoneOutcome ClaimStore::DisableGone(const GoneAnswer& answer, const std::string& node) {
   pqxx::work tx(conn_, "disable_gone");
-  pqxx::result rows = tx.exec_prepared("disable_gone", answer.channel, answer.job, answer.attempt,
-                                       node, answer.error, answer.duration_ms);
+  const std::vector<sql::DisableGone::Row> rows =
+      sql::DisableGone::Run(tx, {.channel = answer.channel,
+                                 .job = answer.job,
+                                 .attempt = answer.attempt,
+                                 .node = node,
+                                 .error = answer.error,
+                                 .duration_ms = answer.duration_ms});
   tx.commit();
   if (rows.empty()) return {};
-  return {rows[0]["was_enabled"].as<bool>(), rows[0]["jobs"].as<int64_t>()};
+  return {rows[0].was_enabled, rows[0].jobs};
 }
 
 int ClaimStore::HandBack(const std::vector<OwnedJob>& jobs, const std::string& node) {
   nlohmann::json batch = nlohmann::json::array();
   for (const auto& j : jobs) batch.push_back({{"id", j.id}, {"attempt", j.attempt}});
   pqxx::work tx(conn_, "hand_back");
-  int written = static_cast<int>(tx.exec_prepared("hand_back", batch.dump(), node).affected_rows());
+  int written = static_cast<int>(sql::HandBack::Run(tx, {.jobs = batch.dump(), .node = node}));
   tx.commit();
   return written;
 }

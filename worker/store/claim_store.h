@@ -1,7 +1,8 @@
 // ClaimStore: what a queue runner runs against the database — the claim, the breaker's probe
 // claim, the Retry-After snooze, its sleeping mark, the 410 Gone disable, and the hand-back at
-// shutdown. Its SQL, with each statement's contract and reasons, is
-// worker/store/claim_store.sql; the store prepares only those statements on its connection.
+// shutdown. Its SQL, with each statement's contract, parameters, columns and reasons, is
+// worker/store/claim_store.sql; the store prepares only those statements on its connection and
+// runs each through the struct generated from its declarations (claim_store_statements.h).
 //
 // One ClaimStore per connection, and both belong to the queue runner's thread. Database errors
 // throw pqxx exceptions; the runner catches them, resets its StoreConnection and backs off.
