@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "completion_store_statements.h"
 #include "named_queries.h"
 
 namespace bulkhead {
@@ -25,7 +26,7 @@ int CompletionStore::Record(const std::vector<AttemptResult>& results, const std
                      {"permanent", r.permanent}});
   }
   pqxx::work tx(conn_, "record");
-  int written = static_cast<int>(tx.exec_prepared("record", batch.dump(), node).affected_rows());
+  int written = static_cast<int>(sql::Record::Run(tx, {.results = batch.dump(), .node = node}));
   tx.commit();
   return written;
 }
