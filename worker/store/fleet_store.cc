@@ -1,9 +1,10 @@
 #include "fleet_store.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
+#include "fleet_store_statements.h"
 #include "named_queries.h"
-#include "pg_array.h"
 
 namespace bulkhead {
 
@@ -13,7 +14,7 @@ FleetStore::FleetStore(pqxx::connection_base& conn) : conn_(conn) {
 
 void FleetStore::RegisterTiers(const std::vector<std::string>& tiers) {
   pqxx::work tx(conn_, "register_tiers");
-  tx.exec_prepared("register_tiers", nlohmann::json(tiers).dump());
+  sql::RegisterTiers::Run(tx, {.tiers = nlohmann::json(tiers).dump()});
   tx.commit();
 }
 
@@ -21,14 +22,19 @@ void FleetStore::RegisterNode(const std::string& node, const std::string& host, 
                               const std::string& version, const std::vector<std::string>& tiers,
                               int64_t lease_ms) {
   pqxx::work tx(conn_, "register_node");
-  tx.exec_prepared("register_node", node, host, pid, version, nlohmann::json(tiers).dump(),
-                   lease_ms);
+  sql::RegisterNode::Run(tx, {.node = node,
+                              .host = host,
+                              .pid = pid,
+                              .version = version,
+                              .tiers = nlohmann::json(tiers).dump(),
+                              .lease_ms = static_cast<double>(lease_ms)});
   tx.commit();
 }
 
 bool FleetStore::Heartbeat(const std::string& node, int64_t lease_ms) {
   pqxx::work tx(conn_, "heartbeat");
-  bool found = !tx.exec_prepared("heartbeat", node, lease_ms).empty();
+  bool found =
+      !sql::Heartbeat::Run(tx, {.node = node, .lease_ms = static_cast<double>(lease_ms)}).empty();
   tx.commit();
   return found;
 }
@@ -36,90 +42,89 @@ bool FleetStore::Heartbeat(const std::string& node, int64_t lease_ms) {
 Stranded FleetStore::ReturnStranded(const std::string& node, const std::vector<int64_t>& held,
                                     int64_t min_age_ms) {
   pqxx::work tx(conn_, "return_stranded");
-  pqxx::row row = tx.exec_prepared1("return_stranded", node, PgArray(held), min_age_ms);
+  sql::ReturnStranded::Row row = sql::ReturnStranded::RunOne(
+      tx, {.node = node, .held = held, .min_age_ms = static_cast<double>(min_age_ms)});
   tx.commit();
-  return {row["jobs"].as<int64_t>(), row["ids"].as<std::string>()};
+  return {row.jobs, std::move(row.ids)};
 }
 
 void FleetStore::RemoveNode(const std::string& node) {
   pqxx::work tx(conn_, "remove_node");
-  tx.exec_prepared("remove_node", node);
+  sql::RemoveNode::Run(tx, {.node = node});
   tx.commit();
 }
 
 bool FleetStore::TryLead(const std::string& node) {
   pqxx::nontransaction tx(conn_, "lead");
-  return tx.exec_prepared1("lead", node)["led"].as<bool>();
+  return sql::Lead::RunOne(tx, {.node = node}).led;
 }
 
 int FleetStore::DeposeLostLeader() {
   pqxx::nontransaction tx(conn_, "depose");
-  return tx.exec_prepared1("depose")["deposed"].as<int>();
+  return static_cast<int>(sql::Depose::RunOne(tx).deposed);
 }
 
 Rescue FleetStore::RescueLost(const std::string& also) {
   pqxx::work tx(conn_, "rescue_lost");
-  pqxx::row row = tx.exec_prepared1("rescue_lost", also);
+  sql::RescueLost::Row row = sql::RescueLost::RunOne(tx, {.also = also});
   tx.commit();
-  return {row["jobs"].as<int64_t>(), row["discarded"].as<int64_t>(),
-          row["nodes"].as<std::string>()};
+  return {row.jobs, row.discarded, std::move(row.nodes)};
 }
 
 int FleetStore::ForgetNodes(int64_t after_ms) {
   pqxx::work tx(conn_, "forget_nodes");
-  int forgotten = static_cast<int>(tx.exec_prepared("forget_nodes", after_ms).affected_rows());
+  int forgotten =
+      static_cast<int>(sql::ForgetNodes::Run(tx, {.after_ms = static_cast<double>(after_ms)}));
   tx.commit();
   return forgotten;
 }
 
 int FleetStore::ForgetSleepers() {
   pqxx::nontransaction tx(conn_, "forget_sleepers");
-  return static_cast<int>(tx.exec_prepared("forget_sleepers").affected_rows());
+  return static_cast<int>(sql::ForgetSleepers::Run(tx));
 }
 
 int FleetStore::PruneFinished(int64_t retention_ms, int batch) {
   pqxx::work tx(conn_, "prune_finished");
-  int pruned =
-      static_cast<int>(tx.exec_prepared("prune_finished", retention_ms, batch).affected_rows());
+  int pruned = static_cast<int>(sql::PruneFinished::Run(
+      tx, {.retention_ms = static_cast<double>(retention_ms), .batch = batch}));
   tx.commit();
   return pruned;
 }
 
 int FleetStore::PruneOldSecrets() {
   pqxx::work tx(conn_, "prune_old_secrets");
-  pqxx::row row = tx.exec_prepared1("prune_old_secrets");
+  const sql::PruneOldSecrets::Row row = sql::PruneOldSecrets::RunOne(tx);
   tx.commit();
-  return row["pruned"].as<int>();
+  return static_cast<int>(row.pruned);
 }
 
 std::pair<int64_t, int64_t> FleetStore::ReconcileParked() {
   pqxx::work tx(conn_, "reconcile_parked");
-  pqxx::row row = tx.exec_prepared1("reconcile_parked");
+  const sql::ReconcileParked::Row row = sql::ReconcileParked::RunOne(tx);
   tx.commit();
-  return {row["jobs"].as<int64_t>(), row["channels"].as<int64_t>()};
+  return {row.jobs, row.channels};
 }
 
 std::pair<int64_t, int64_t> FleetStore::ParkBehindOpenBreakers() {
   pqxx::work tx(conn_, "park_behind_open");
-  pqxx::row row = tx.exec_prepared1("park_behind_open");
+  const sql::ParkBehindOpen::Row row = sql::ParkBehindOpen::RunOne(tx);
   tx.commit();
-  return {row["jobs"].as<int64_t>(), row["channels"].as<int64_t>()};
+  return {row.jobs, row.channels};
 }
 
 FleetCounts FleetStore::SampleFleet() {
   // One read-only transaction: the three samples see one snapshot.
   pqxx::read_transaction tx(conn_, "sample_fleet");
   FleetCounts counts;
-  for (const auto& row : tx.exec_prepared("sample_jobs")) {
-    counts.jobs.push_back(
-        {row["tier"].as<std::string>(), row["state"].as<std::string>(), row["n"].as<int64_t>()});
+  for (sql::SampleJobs::Row& row : sql::SampleJobs::Run(tx)) {
+    counts.jobs.push_back({std::move(row.tier), std::move(row.state), row.n});
   }
-  for (const auto& row : tx.exec_prepared("sample_breakers")) {
-    counts.breakers.push_back(
-        {row["tier"].as<std::string>(), row["state"].as<std::string>(), row["n"].as<int64_t>()});
+  for (sql::SampleBreakers::Row& row : sql::SampleBreakers::Run(tx)) {
+    counts.breakers.push_back({std::move(row.tier), std::move(row.state), row.n});
   }
-  for (const auto& row : tx.exec_prepared("sample_lag")) {
-    counts.lag_s.emplace_back(row["tier"].as<std::string>(), row["lag_s"].as<double>());
+  for (sql::SampleLag::Row& row : sql::SampleLag::Run(tx)) {
+    counts.lag_s.emplace_back(std::move(row.tier), row.lag_s);
   }
   tx.commit();
   return counts;
