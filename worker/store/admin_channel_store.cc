@@ -1,5 +1,8 @@
 #include "admin_channel_store.h"
 
+#include <utility>
+
+#include "admin_channel_store_statements.h"
 #include "named_queries.h"
 
 namespace bulkhead {
@@ -10,108 +13,97 @@ AdminChannelStore::AdminChannelStore(pqxx::connection_base& conn) : conn_(conn) 
 
 std::vector<BreakerRow> AdminChannelStore::ListBreakers() {
   pqxx::work tx(conn_, "list_breakers");
-  pqxx::result rows = tx.exec_prepared("list_breakers");
+  std::vector<sql::ListBreakers::Row> rows = sql::ListBreakers::Run(tx);
   tx.commit();
   std::vector<BreakerRow> list;
-  for (const auto& r : rows) {
-    list.push_back(
-        {r["channel"].as<int64_t>(), r["tenant"].as<std::string>(), r["tier"].as<std::string>(),
-         r["state"].as<std::string>(), r["paused"].as<bool>(), r["since"].as<std::string>(),
-         r["since_s"].as<double>(), r["trips"].as<int>(), r["reason"].as<std::string>(),
-         r["probe_in_s"].as<double>(), r["probe_job"].as<int64_t>(), r["parked"].as<int64_t>()});
+  for (sql::ListBreakers::Row& r : rows) {
+    list.push_back({r.channel, std::move(r.tenant), std::move(r.tier), std::move(r.state), r.paused,
+                    std::move(r.since), r.since_s, r.trips, std::move(r.reason), r.probe_in_s,
+                    r.probe_job, r.parked});
   }
   return list;
 }
 
-std::optional<ChannelChange> AdminChannelStore::RunChannelChange(const char* statement,
-                                                                 int64_t channel,
-                                                                 bool pause_words) {
-  pqxx::work tx(conn_, statement);
-  pqxx::result rows = tx.exec_prepared(statement, channel);
+std::optional<ChannelChange> AdminChannelStore::ResetBreaker(int64_t channel) {
+  pqxx::work tx(conn_, "reset_breaker");
+  std::vector<sql::ResetBreaker::Row> rows = sql::ResetBreaker::Run(tx, {.channel = channel});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
-  std::string before =
-      pause_words ? (r["before"].as<bool>() ? "paused" : "running") : r["before"].as<std::string>();
-  return ChannelChange{before, r["jobs"].as<int64_t>(), {}};
-}
-
-std::optional<ChannelChange> AdminChannelStore::ResetBreaker(int64_t channel) {
-  return RunChannelChange("reset_breaker", channel, false);
+  return ChannelChange{std::move(rows[0].before), rows[0].jobs, {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::PauseChannel(int64_t channel) {
-  return RunChannelChange("pause_channel", channel, true);
+  pqxx::work tx(conn_, "pause_channel");
+  const std::vector<sql::PauseChannel::Row> rows = sql::PauseChannel::Run(tx, {.channel = channel});
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return ChannelChange{rows[0].before ? "paused" : "running", rows[0].jobs, {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::ResumeChannel(int64_t channel) {
   pqxx::work tx(conn_, "resume_channel");
-  pqxx::result rows = tx.exec_prepared("resume_channel", channel);
+  std::vector<sql::ResumeChannel::Row> rows = sql::ResumeChannel::Run(tx, {.channel = channel});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
-  if (!r["enabled"].as<bool>()) {
-    return ChannelChange{"disabled", r["jobs"].as<int64_t>(),
-                         r["disabled_reason"].as<std::string>()};
-  }
-  return ChannelChange{r["before"].as<bool>() ? "paused" : "running", r["jobs"].as<int64_t>(), {}};
+  sql::ResumeChannel::Row& r = rows[0];
+  if (!r.enabled) return ChannelChange{"disabled", r.jobs, std::move(r.disabled_reason)};
+  return ChannelChange{r.before ? "paused" : "running", r.jobs, {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::DisableChannel(int64_t channel,
                                                                const std::string& reason) {
   pqxx::work tx(conn_, "disable_channel");
-  pqxx::result rows = tx.exec_prepared("disable_channel", channel, reason);
+  const std::vector<sql::DisableChannel::Row> rows =
+      sql::DisableChannel::Run(tx, {.channel = channel, .reason = reason});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  return ChannelChange{
-      rows[0]["before"].as<bool>() ? "enabled" : "disabled", rows[0]["jobs"].as<int64_t>(), {}};
+  return ChannelChange{rows[0].before ? "enabled" : "disabled", rows[0].jobs, {}};
 }
 
 std::optional<ChannelChange> AdminChannelStore::EnableChannel(int64_t channel) {
   pqxx::work tx(conn_, "enable_channel");
-  pqxx::result rows = tx.exec_prepared("enable_channel", channel);
+  const std::vector<sql::EnableChannel::Row> rows =
+      sql::EnableChannel::Run(tx, {.channel = channel});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  return ChannelChange{
-      rows[0]["before"].as<bool>() ? "enabled" : "disabled", rows[0]["jobs"].as<int64_t>(), {}};
+  return ChannelChange{rows[0].before ? "enabled" : "disabled", rows[0].jobs, {}};
 }
 
 std::optional<NewChannel> AdminChannelStore::AddChannel(const std::string& tenant,
                                                         const std::string& url) {
   pqxx::work tx(conn_, "add_channel");
-  pqxx::result rows = tx.exec_prepared("add_channel", tenant, url);
+  std::vector<sql::AddChannel::Row> rows = sql::AddChannel::Run(tx, {.tenant = tenant, .url = url});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
-  return NewChannel{r["id"].as<int64_t>(), r["tenant"].as<std::string>(),
-                    r["tier"].as<std::string>(), r["secret"].as<std::string>()};
+  sql::AddChannel::Row& r = rows[0];
+  return NewChannel{r.id, std::move(r.tenant), std::move(r.tier), std::move(r.secret)};
 }
 
 std::optional<ChannelInfo> AdminChannelStore::ShowChannel(int64_t channel) {
   pqxx::work tx(conn_, "show_channel");
-  pqxx::result rows = tx.exec_prepared("show_channel", channel);
+  std::vector<sql::ShowChannel::Row> rows = sql::ShowChannel::Run(tx, {.channel = channel});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
+  sql::ShowChannel::Row& r = rows[0];
   ChannelInfo info;
-  info.id = r["id"].as<int64_t>();
-  info.tenant_id = r["tenant_id"].as<int64_t>();
-  info.tenant = r["tenant"].as<std::string>();
-  info.tier = r["tier"].as<std::string>();
-  info.url = r["url"].as<std::string>();
-  info.created_at = r["created_at"].as<std::string>();
-  info.enabled = r["enabled"].as<bool>();
-  info.paused = r["paused"].as<bool>();
-  info.disabled_reason = r["disabled_reason"].as<std::string>();
-  info.breaker_state = r["breaker_state"].as<std::string>();
-  info.breaker_reason = r["breaker_reason"].as<std::string>();
-  info.breaker_trips = r["breaker_trips"].as<int>();
-  info.available = r["available"].as<int64_t>();
-  info.scheduled = r["scheduled"].as<int64_t>();
-  info.executing = r["executing"].as<int64_t>();
-  info.parked = r["parked"].as<int64_t>();
-  info.old_secrets = r["old_secrets"].as<int64_t>();
-  info.old_secrets_until = r["old_secrets_until"].as<std::string>();
+  info.id = r.id;
+  info.tenant_id = r.tenant_id;
+  info.tenant = std::move(r.tenant);
+  info.tier = std::move(r.tier);
+  info.url = std::move(r.url);
+  info.created_at = std::move(r.created_at);
+  info.enabled = r.enabled;
+  info.paused = r.paused;
+  info.disabled_reason = std::move(r.disabled_reason);
+  info.breaker_state = std::move(r.breaker_state);
+  info.breaker_reason = std::move(r.breaker_reason);
+  info.breaker_trips = r.breaker_trips;
+  info.available = r.available;
+  info.scheduled = r.scheduled;
+  info.executing = r.executing;
+  info.parked = r.parked;
+  info.old_secrets = r.old_secrets;
+  info.old_secrets_until = std::move(r.old_secrets_until);
   return info;
 }
 
@@ -119,55 +111,56 @@ SecretRotation AdminChannelStore::RotateSecret(int64_t channel, const std::strin
                                                int64_t keep_s) {
   SecretRotation rotation;
   pqxx::work tx(conn_, "rotate_secret");
-  pqxx::result lock = tx.exec_prepared("rotate_lock", channel, secret);
+  const std::vector<sql::RotateLock::Row> lock =
+      sql::RotateLock::Run(tx, {.channel = channel, .secret = secret});
   if (lock.empty()) {
     rotation.outcome = SecretRotation::kNoSuchChannel;
     return rotation;
   }
-  if (lock[0]["same"].as<bool>()) {
+  if (lock[0].same) {
     rotation.outcome = SecretRotation::kSameSecret;
     return rotation;
   }
-  tx.exec_prepared("rotate_drop", channel, keep_s, secret);
-  if (keep_s > 0) tx.exec_prepared("rotate_retire", channel, keep_s);
-  pqxx::row row = tx.exec_prepared1("rotate_set", channel, secret);
+  sql::RotateDrop::Run(tx, {.channel = channel, .keep_s = keep_s, .secret = secret});
+  if (keep_s > 0) {
+    sql::RotateRetire::Run(tx, {.channel = channel, .keep_s = static_cast<double>(keep_s)});
+  }
+  sql::RotateSet::Row row = sql::RotateSet::RunOne(tx, {.channel = channel, .secret = secret});
   tx.commit();
   rotation.outcome = SecretRotation::kRotated;
-  rotation.secret = row["secret"].as<std::string>();
-  rotation.old_secrets = row["old_secrets"].as<int64_t>();
-  rotation.old_secrets_until = row["old_secrets_until"].as<std::string>();
+  rotation.secret = std::move(row.secret);
+  rotation.old_secrets = row.old_secrets;
+  rotation.old_secrets_until = std::move(row.old_secrets_until);
   return rotation;
 }
 
 std::optional<TierMove> AdminChannelStore::SetTenantTier(const std::string& tenant,
                                                          const std::string& tier) {
   pqxx::work tx(conn_, "set_tenant_tier");
-  pqxx::result rows = tx.exec_prepared("set_tenant_tier", tenant, tier);
+  std::vector<sql::SetTenantTier::Row> rows =
+      sql::SetTenantTier::Run(tx, {.tenant = tenant, .tier = tier});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
-  return TierMove{r["tenant"].as<std::string>(), r["before"].as<std::string>(),
-                  r["available"].as<int64_t>(), r["parked"].as<int64_t>()};
+  sql::SetTenantTier::Row& r = rows[0];
+  return TierMove{std::move(r.tenant), std::move(r.before), r.available, r.parked};
 }
 
 int64_t AdminChannelStore::AddTenant(const std::string& name, const std::string& tier) {
   pqxx::work tx(conn_, "add_tenant");
-  int64_t id = tx.exec_prepared1("add_tenant", name, tier)["id"].as<int64_t>();
+  int64_t id = sql::AddTenant::RunOne(tx, {.name = name, .tier = tier}).id;
   tx.commit();
   return id;
 }
 
 std::optional<TenantInfo> AdminChannelStore::ShowTenant(const std::string& tenant) {
   pqxx::work tx(conn_, "show_tenant");
-  pqxx::result rows = tx.exec_prepared("show_tenant", tenant);
+  std::vector<sql::ShowTenant::Row> rows = sql::ShowTenant::Run(tx, {.tenant = tenant});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
-  return TenantInfo{r["id"].as<int64_t>(),        r["name"].as<std::string>(),
-                    r["tier"].as<std::string>(),  r["created_at"].as<std::string>(),
-                    r["channels"].as<int64_t>(),  r["available"].as<int64_t>(),
-                    r["scheduled"].as<int64_t>(), r["executing"].as<int64_t>(),
-                    r["parked"].as<int64_t>()};
+  sql::ShowTenant::Row& r = rows[0];
+  return TenantInfo{r.id,       std::move(r.name), std::move(r.tier), std::move(r.created_at),
+                    r.channels, r.available,       r.scheduled,       r.executing,
+                    r.parked};
 }
 
 }  // namespace bulkhead

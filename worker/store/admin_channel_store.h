@@ -76,11 +76,6 @@ class AdminChannelStore {
   std::optional<TenantInfo> ShowTenant(const std::string& tenant);
 
  private:
-  // Runs a one-parameter channel verb (reset_breaker, pause_channel, resume_channel) whose row
-  // is (before, jobs, …); `pause_words` reads `before` as paused/running.
-  std::optional<ChannelChange> RunChannelChange(const char* statement, int64_t channel,
-                                                bool pause_words);
-
   pqxx::connection_base& conn_;
 };
 
