@@ -1,7 +1,9 @@
 #include "admin_jobs_store.h"
 
 #include <string>
+#include <utility>
 
+#include "admin_jobs_store_statements.h"
 #include "named_queries.h"
 
 namespace bulkhead {
@@ -12,27 +14,23 @@ AdminJobsStore::AdminJobsStore(pqxx::connection_base& conn) : conn_(conn) {
 
 std::vector<QueueStatus> AdminJobsStore::QueueStatuses() {
   pqxx::work tx(conn_, "queue_status");
-  pqxx::result rows = tx.exec_prepared("queue_status");
+  std::vector<sql::QueueStatus::Row> rows = sql::QueueStatus::Run(tx);
   tx.commit();
   std::vector<QueueStatus> list;
-  for (const auto& r : rows) {
-    list.push_back({r["queue"].as<std::string>(), r["available"].as<int64_t>(),
-                    r["scheduled"].as<int64_t>(), r["executing"].as<int64_t>(),
-                    r["parked"].as<int64_t>(), r["lag_s"].as<double>()});
+  for (sql::QueueStatus::Row& r : rows) {
+    list.push_back({std::move(r.queue), r.available, r.scheduled, r.executing, r.parked, r.lag_s});
   }
   return list;
 }
 
 std::vector<NodeStatus> AdminJobsStore::NodeStatuses() {
   pqxx::work tx(conn_, "node_status");
-  pqxx::result rows = tx.exec_prepared("node_status");
+  std::vector<sql::NodeStatus::Row> rows = sql::NodeStatus::Run(tx);
   tx.commit();
   std::vector<NodeStatus> list;
-  for (const auto& r : rows) {
-    list.push_back({r["name"].as<std::string>(), r["host"].as<std::string>(),
-                    r["version"].as<std::string>(), r["tiers"].as<std::string>(),
-                    r["pid"].as<int>(), r["heartbeat_age_s"].as<double>(),
-                    r["lease_left_s"].as<double>(), r["executing"].as<int64_t>()});
+  for (sql::NodeStatus::Row& r : rows) {
+    list.push_back({std::move(r.name), std::move(r.host), std::move(r.version), std::move(r.tiers),
+                    r.pid, r.heartbeat_age_s, r.lease_left_s, r.executing});
   }
   return list;
 }
@@ -42,47 +40,51 @@ std::vector<JobRow> AdminJobsStore::ListJobs(const JobFilter& filter) {
   // A filter that matches few rows of a big table walks far back through the primary key:
   // an operator gets an error after 10 s rather than a query that runs on for minutes.
   tx.exec0("SET LOCAL statement_timeout = '10s'");
-  pqxx::result rows =
-      tx.exec_prepared("list_jobs", filter.channel, filter.tenant, filter.state, filter.limit);
+  std::vector<sql::ListJobs::Row> rows = sql::ListJobs::Run(tx, {.channel = filter.channel,
+                                                                 .tenant = filter.tenant,
+                                                                 .state = filter.state,
+                                                                 .limit = filter.limit});
   tx.commit();
   std::vector<JobRow> list;
-  for (const auto& r : rows) {
-    list.push_back({r["id"].as<int64_t>(), r["queue"].as<std::string>(),
-                    r["tenant"].as<std::string>(), r["state"].as<std::string>(),
-                    r["channel"].as<int64_t>(), r["priority"].as<int>(), r["attempt"].as<int>(),
-                    r["max_attempts"].as<int>(), r["created_at"].as<std::string>(),
-                    r["scheduled_at"].as<std::string>(), r["finished_at"].as<std::string>(),
-                    r["payload_bytes"].as<int64_t>(), r["last_error"].as<std::string>()});
+  for (sql::ListJobs::Row& r : rows) {
+    list.push_back({r.id, std::move(r.queue), std::move(r.tenant), std::move(r.state), r.channel,
+                    r.priority, r.attempt, r.max_attempts, std::move(r.created_at),
+                    std::move(r.scheduled_at), std::move(r.finished_at), r.payload_bytes,
+                    std::move(r.last_error)});
   }
   return list;
 }
 
 BulkChange AdminJobsStore::Replay(const JobSelector& selector) {
   pqxx::work tx(conn_, "replay");
-  pqxx::row r = tx.exec_prepared1("replay", selector.id, selector.channel, selector.tenant,
-                                  selector.since_at, selector.since_age_s, selector.until_at,
-                                  selector.until_age_s, selector.limit);
+  const sql::Replay::Row r = sql::Replay::RunOne(tx, {.id = selector.id,
+                                                      .channel = selector.channel,
+                                                      .tenant = selector.tenant,
+                                                      .since_at = selector.since_at,
+                                                      .since_age_s = selector.since_age_s,
+                                                      .until_at = selector.until_at,
+                                                      .until_age_s = selector.until_age_s,
+                                                      .limit = selector.limit});
   tx.commit();
-  return {r["jobs"].as<int64_t>(), r["available"].as<int64_t>(), r["parked"].as<int64_t>(),
-          r["more"].as<bool>()};
+  return {r.jobs, r.available, r.parked, r.more};
 }
 
 BulkChange AdminJobsStore::Cancel(const JobSelector& selector) {
   pqxx::work tx(conn_, "cancel");
-  pqxx::row r =
-      tx.exec_prepared1("cancel", selector.id, selector.channel, selector.tenant, selector.limit);
+  const sql::Cancel::Row r = sql::Cancel::RunOne(tx, {.id = selector.id,
+                                                      .channel = selector.channel,
+                                                      .tenant = selector.tenant,
+                                                      .limit = selector.limit});
   tx.commit();
-  return {r["jobs"].as<int64_t>(), 0, 0, r["more"].as<bool>()};
+  return {r.jobs, 0, 0, r.more};
 }
 
 std::optional<JobState> AdminJobsStore::FindJob(int64_t id) {
   pqxx::work tx(conn_, "find_job");
-  pqxx::result rows = tx.exec_prepared("find_job", id);
+  std::vector<sql::FindJob::Row> rows = sql::FindJob::Run(tx, {.id = id});
   tx.commit();
   if (rows.empty()) return std::nullopt;
-  const pqxx::row& r = rows[0];
-  return JobState{r["state"].as<std::string>(), r["node"].as<std::string>(),
-                  r["attempt"].as<int>()};
+  return JobState{std::move(rows[0].state), std::move(rows[0].node), rows[0].attempt};
 }
 
 }  // namespace bulkhead
