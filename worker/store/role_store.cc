@@ -1,6 +1,9 @@
 #include "role_store.h"
 
+#include <utility>
+
 #include "named_queries.h"
+#include "role_store_statements.h"
 
 namespace bulkhead {
 
@@ -10,16 +13,15 @@ RoleStore::RoleStore(pqxx::connection_base& conn) : conn_(conn) {
 
 void RoleStore::Grant(const std::string& role, std::string_view part) {
   pqxx::work tx(conn_, "grant_role");
-  tx.exec_prepared("grant_role", role, std::string(part));
+  sql::GrantRole::Run(tx, {.role = role, .part = std::string(part)});
   tx.commit();
 }
 
 std::vector<RolePrivilege> RoleStore::Privileges(const std::string& role) {
   pqxx::read_transaction tx(conn_, "role_privileges");
-  pqxx::result rows = tx.exec_prepared("role_privileges", role);
   std::vector<RolePrivilege> list;
-  for (const auto& r : rows) {
-    list.push_back({r["object"].as<std::string>(), r["privileges"].as<std::string>()});
+  for (sql::RolePrivileges::Row& r : sql::RolePrivileges::Run(tx, {.role = role})) {
+    list.push_back({std::move(r.object), std::move(r.privileges)});
   }
   return list;
 }
