@@ -42,8 +42,10 @@
 #                                        # each, 50,000 jobs; the ratio of the medians
 #   load/engine_bench.sh binary-swap     # this build's node against an earlier one's, side by
 #                                        # side: ENGINE_BENCH_BEFORE names a folder with the
-#                                        # earlier build's bulkhead and bulkhead-engine-bench,
-#                                        # copied out of this tree's build/bin/ (each bench binary
+#                                        # earlier build's bulkhead and bulkhead-load (or, from
+#                                        # before the benches were modes of bulkhead-load, its
+#                                        # bulkhead-engine-bench), copied out of this tree's
+#                                        # build/bin/ (each bench binary
 #                                        # starts build/bin/bulkhead and migrates to its own
 #                                        # schema, so both are swapped, and the database is made
 #                                        # afresh for every run); the caps-cost burst with each in
@@ -84,33 +86,41 @@
 # (or 0) says otherwise for the whole run.
 #
 # Builds (./setup.sh), starts an embedded PostgreSQL in .run/bench-pg (durability off, Unix
-# socket only), and runs build/bin/bulkhead-engine-bench, which starts a real `bulkhead run`
-# node against a loopback receiver. These are 2-core machines: the node, PostgreSQL and the
-# receiver share them, so read figures as this machine's, not a server's, and compare the
-# ratios of runs taken side by side (every run prints the load average around it).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# socket only; load/lib.sh), and runs `build/bin/bulkhead-load engine MODE`, which starts a real
+# `bulkhead run` node against a loopback receiver. These are 2-core machines: the node,
+# PostgreSQL and the receiver share them, so read figures as this machine's, not a server's, and
+# compare the ratios of runs taken side by side (every run prints the load average around it).
+source "$(dirname "$0")/lib.sh"
 
 modes=${*:-throughput latency}
-./setup.sh >/dev/null
+all_modes="throughput latency latency-busy latency-busy-separate latency-slots inflight caps-cost \
+caps-lone caps-bind metrics-cost binary-swap binary-swap-lone binary-swap-busy binary-swap-idle \
+binary-swap-slots rotation-cost table shape fleet isolation churn"
+for mode in $modes; do
+  case " $all_modes " in *" $mode "*) ;;
+    *) usage_error "unknown mode '$mode' (${all_modes// /, })" ;;
+  esac
+done
+# The knobs; each mode gives its own defaults (${ENGINE_BENCH_JOBS:-…} below).
+check_knobs count ENGINE_BENCH_JOBS ENGINE_BENCH_CHANNELS ENGINE_BENCH_WORKERS ENGINE_BENCH_RATE \
+  ENGINE_BENCH_SECONDS ENGINE_BENCH_BACKGROUND ENGINE_BENCH_PAIRS ENGINE_BENCH_ROUNDS
+check_knobs count0 ENGINE_BENCH_FINISHED ENGINE_BENCH_PARKED
+check_knobs share ENGINE_BENCH_SHARE
+check_knobs counts ENGINE_BENCH_NODES
+check_knobs flag ENGINE_BENCH_DURABLE
+check_knobs dir ENGINE_BENCH_BEFORE
+
+load_setup
 durable=${ENGINE_BENCH_DURABLE:-}
 if [ -z "$durable" ]; then
   durable=0
   for mode in $modes; do case "$mode" in table|shape|fleet) durable=1 ;; esac; done
 fi
-if [ "$durable" = 1 ]; then
-  run=.run/bench-pg-durable
-  export BULKHEAD_PG_DURABLE=1
-else
-  run=.run/bench-pg
-fi
-conn=$(load/embedded_postgres.sh start "$run")
-trap 'load/embedded_postgres.sh stop "$run"' EXIT
-bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
-"$bindir/psql" -X -q "$conn" -c "DROP DATABASE IF EXISTS engine_bench" \
-  -c "CREATE DATABASE engine_bench"
-db="${conn/dbname=postgres/dbname=engine_bench}"
-bench=build/bin/bulkhead-engine-bench
+run=$(pg_durable_dir .run/bench-pg "$durable")
+pg_start "$run" "$durable"
+fresh_database engine_bench
+db=$(db_conn engine_bench)
+bench=(build/bin/bulkhead-load engine)
 
 # median N…: the median of the numbers given.
 median() {
@@ -130,7 +140,7 @@ side_by_side() {
     if ((i % 2)); then order="0.5 1"; else order="1 0.5"; fi
     for share in $order; do
       echo "--- $label, pair $i, share $share"
-      out=$("$bench" throughput --database "$db" --jobs "$jobs" --share "$share" "$@")
+      out=$("${bench[@]}" throughput --database "$db" --jobs "$jobs" --share "$share" "$@")
       echo "$out"
       rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
       load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
@@ -159,7 +169,7 @@ metrics_side_by_side() {
     for recording in $order; do
       echo "--- $label, pair $i, recording $recording"
       out=$(BULKHEAD_METRICS_RECORDING=$recording \
-            "$bench" throughput --database "$db" --jobs "$jobs" --share 0.5 "$@")
+            "${bench[@]}" throughput --database "$db" --jobs "$jobs" --share 0.5 "$@")
       echo "$out"
       rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
       load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
@@ -184,7 +194,7 @@ rotation_side_by_side() {
     if ((i % 2)); then order="1 0"; else order="0 1"; fi
     for old in $order; do
       echo "--- $label, pair $i, old secrets $old"
-      out=$("$bench" throughput --database "$db" --jobs "$jobs" --share 0.5 --old-secrets "$old" "$@")
+      out=$("${bench[@]}" throughput --database "$db" --jobs "$jobs" --share 0.5 --old-secrets "$old" "$@")
       echo "$out"
       rate=$(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out")
       load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
@@ -199,7 +209,7 @@ rotation_side_by_side() {
   summary+=("$label: one old secret ${one[*]} -> median $m1; none ${none[*]} -> median $m0; one/none $ratio")
 }
 
-# binary_swap KIND LABEL ARGS…: `bulkhead-engine-bench KIND ARGS…` with the earlier build
+# binary_swap KIND LABEL ARGS…: `bulkhead-load engine KIND ARGS…` with the earlier build
 # (ENGINE_BENCH_BEFORE) and this one in turn, ENGINE_BENCH_PAIRS (3) times each, the order
 # swapped every other pair, on a database made afresh for each run; build/bin/bulkhead is put
 # back however the run ends. KIND throughput compares deliveries/s, latency the p99 (and
@@ -207,24 +217,27 @@ rotation_side_by_side() {
 binary_swap() {
   local before=${ENGINE_BENCH_BEFORE:?binary-swap needs ENGINE_BENCH_BEFORE=DIR}
   local kind=$1 label=$2; shift 2
-  this=.run/bench-swap/bulkhead.this  # global: the EXIT trap puts it back
+  this=.run/bench-swap/bulkhead.this
   mkdir -p .run/bench-swap
   cp build/bin/bulkhead "$this"
-  trap 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead;
-        load/embedded_postgres.sh stop "$run"' EXIT
+  on_exit 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead'
+  # The earlier build's bench: bulkhead-load's engine mode, or the bulkhead-engine-bench of a
+  # build from before the benches became its modes.
+  local before_runner=("$before/bulkhead-load" engine)
+  [ -x "$before/bulkhead-load" ] || before_runner=("$before/bulkhead-engine-bench")
   local old=() new=() pairs=${ENGINE_BENCH_PAIRS:-3} out figure p50 load order node runner unit
   for ((i = 1; i <= pairs; i++)); do
     if ((i % 2)); then order="before this"; else order="this before"; fi
     for which in $order; do
       if [ "$which" = before ]; then
-        node="$before/bulkhead" runner="$before/bulkhead-engine-bench"
+        node="$before/bulkhead" runner=("${before_runner[@]}")
       else
-        node="$this" runner="$bench"
+        node="$this" runner=("${bench[@]}")
       fi
       cp "$node" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
-      "$bindir/psql" -X -q "$conn" -c "DROP DATABASE engine_bench" -c "CREATE DATABASE engine_bench"
+      fresh_database engine_bench
       echo "--- $label, pair $i, $which"
-      out=$("$runner" "$kind" --database "$db" "$@")
+      out=$("${runner[@]}" "$kind" --database "$db" "$@")
       echo "$out"
       load=$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")
       if [ "$kind" = latency ]; then
@@ -251,26 +264,26 @@ summary=()
 for mode in $modes; do
   case "$mode" in
     throughput)
-      "$bench" throughput --database "$db" \
+      "${bench[@]}" throughput --database "$db" \
         --jobs "${ENGINE_BENCH_JOBS:-100000}" --channels "${ENGINE_BENCH_CHANNELS:-20}" \
         --workers "${ENGINE_BENCH_WORKERS:-200}" --share "${ENGINE_BENCH_SHARE:-0.5}" ;;
     latency)
-      "$bench" latency --database "$db" \
+      "${bench[@]}" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" ;;
     latency-busy)
-      "$bench" latency --database "$db" \
+      "${bench[@]}" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
         --background "${ENGINE_BENCH_BACKGROUND:-300000}" ;;
     latency-busy-separate)
-      "$bench" latency --database "$db" \
+      "${bench[@]}" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
         --background "${ENGINE_BENCH_BACKGROUND:-300000}" --background-tier bulk ;;
     latency-slots)
-      "$bench" latency --database "$db" \
+      "${bench[@]}" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
         --background "${ENGINE_BENCH_BACKGROUND:-100000}" --background-delay-ms 100 ;;
     inflight)
-      "$bench" latency --database "$db" \
+      "${bench[@]}" latency --database "$db" \
         --rate "${ENGINE_BENCH_RATE:-50}" --seconds "${ENGINE_BENCH_SECONDS:-20}" \
         --workers 10000 --background 10000 --background-tenants 4 \
         --background-channels 1000 --background-delay-ms 40000 ;;
@@ -284,7 +297,7 @@ for mode in $modes; do
       side_by_side "caps-bind (2 channels, 1 tenant, 200 workers)" 20000 \
         --channels 2 --tenants 1 --workers 200 ;;
     churn)
-      "$bench" churn --database "$db" --rounds "${ENGINE_BENCH_ROUNDS:-10}" \
+      "${bench[@]}" churn --database "$db" --rounds "${ENGINE_BENCH_ROUNDS:-10}" \
         --jobs "${ENGINE_BENCH_JOBS:-100000}" --channels "${ENGINE_BENCH_CHANNELS:-20}" \
         --workers "${ENGINE_BENCH_WORKERS:-200}" ;;
     metrics-cost)
@@ -312,15 +325,15 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
     rotation-cost)
       rotation_side_by_side 50000 --channels 20 --workers 200 ;;
     table)
-      "$bench" table --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
+      "${bench[@]}" table --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
         --finished "${ENGINE_BENCH_FINISHED:-10000000}" --parked "${ENGINE_BENCH_PARKED:-1000000}" ;;
     shape)
-      "$bench" shape --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" ;;
+      "${bench[@]}" shape --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" ;;
     fleet)
       fleet_rows=()
       for n in ${ENGINE_BENCH_NODES:-1 2 4 8}; do
         echo "--- fleet: $n node(s)"
-        out=$("$bench" throughput --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
+        out=$("${bench[@]}" throughput --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
                 --channels 20 --workers 200 --nodes "$n")
         echo "$out"
         fleet_rows+=("$n $(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out") \
@@ -340,15 +353,9 @@ delivery (x 1 node), claim + result WAL bytes per delivery, samples with a lock 
           "${locks//_/ }" "$load")")
       done ;;
     isolation)
-      "$bench" isolation --database "$db" --workers 20 --shares 0.5,1
+      "${bench[@]}" isolation --database "$db" --workers 20 --shares 0.5,1
       echo
-      "$bench" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
-    *) echo "engine_bench.sh: unknown mode '$mode'" \
-         "(throughput, latency, latency-busy, latency-busy-separate, latency-slots, inflight," \
-         "caps-cost, caps-lone, caps-bind, metrics-cost, binary-swap, binary-swap-lone, binary-swap-busy," \
-         "binary-swap-idle, binary-swap-slots," \
-         "rotation-cost, table, shape, fleet," \
-         "isolation, churn)" >&2; exit 2 ;;
+      "${bench[@]}" isolation --database "$db" --workers 40 --shares 0.5,0.25,1 ;;
   esac
   echo
 done

@@ -6,6 +6,8 @@
 //   bulkhead-load dead_channel --database URL --mock URL [--results-dir DIR] [--node NAME]
 //                              [--commit TEXT]
 //   bulkhead-load report RESULTS.json    # print the tables again, rewrite the .html beside it
+//   bulkhead-load engine MODE --database URL [options]    # the benches of single parts
+//   bulkhead-load breaker dead|claim --database URL [options]  (load/bench/benches.h)
 //
 // Scenarios:
 //   dead_channel  docs/load.md, the seed study: a healthy tenant's latency with and without another
@@ -34,10 +36,12 @@
 #include <string_view>
 #include <vector>
 
+#include "benches.h"
 #include "dead_channel.h"
 #include "exit_codes.h"
 #include "fleet_scenarios.h"
 #include "knobs.h"
+#include "options.h"
 #include "report.h"
 #include "scenarios.h"
 #include "version.h"
@@ -47,6 +51,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: bulkhead-load SCENARIO --database URL --mock URL [options]
        bulkhead-load report RESULTS.json
        bulkhead-load series RESULTS.json...
+       bulkhead-load engine MODE --database URL [options]   (bulkhead-load engine --help)
+       bulkhead-load breaker dead|claim --database URL [options]
 
 Plays the application against a running bulkhead node and bulkhead-mock, measures, and writes
 <results-dir>/<UTC date>-<scenario>[-<tier mode>].json and an .html report beside it.
@@ -78,6 +84,11 @@ scenarios (webhook_burst, throughput and latency pass when every delivery arrive
                  open breaker carried over, /readyz and the metrics during the outage
   report         print a kept result's tables again and rewrite its .html report beside it
   series         one row per kept dead_channel result, side by side (a series of runs)
+
+benches of single parts, each against a database of its own (load/engine_bench.sh and
+load/breaker_bench.sh start one; load/bench/benches.h describes every mode and option):
+  engine         throughput, latency, isolation, churn, table, shape: the delivery engine
+  breaker        dead, claim: the circuit breaker on a dead endpoint, the claim beside dead rows
 
 options:
   --database URL      the database the node works (libpq string or URL)
@@ -164,12 +175,14 @@ int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "report") return Report(args);
   if (!args.empty() && args[0] == "series") return Series(args);
-  std::string scenario;
-  bulkhead::load::ScenarioContext context;
-  context.results_dir = "load/results";
-  std::string node_config, run_dir;  // the fleet's, kept as paths in context.fleet
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view a = args[i];
+  if (!args.empty() && (args[0] == "engine" || args[0] == "breaker")) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    signal(SIGPIPE, SIG_IGN);
+    std::vector<std::string_view> words(args.begin() + 1, args.end());
+    return args[0] == "engine" ? bulkhead::bench::EngineBench(words)
+                               : bulkhead::bench::BreakerBench(words);
+  }
+  for (std::string_view a : args) {
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return bulkhead::kExitOk;
@@ -178,27 +191,27 @@ int main(int argc, char** argv) {
       std::cout << "bulkhead-load " << bulkhead::kVersion << "\n";
       return bulkhead::kExitOk;
     }
-    if (!a.starts_with("--")) {
-      if (!scenario.empty())
-        return Usage("one scenario at a time, not also '" + std::string(a) + "'");
-      scenario = std::string(a);
-      continue;
-    }
-    std::string* target = a == "--database"      ? &context.database
-                          : a == "--mock"        ? &context.mock_url
-                          : a == "--results-dir" ? &context.results_dir
-                          : a == "--node"        ? &context.node
-                          : a == "--commit"      ? &context.commit
-                          : a == "--bulkhead"    ? &context.fleet.bulkhead
-                          : a == "--pg-restart"  ? &context.pg_restart
-                          : a == "--pg-control"  ? &context.pg_control
-                          : a == "--node-config" ? &node_config
-                          : a == "--run-dir"     ? &run_dir
-                                                 : nullptr;
-    if (target == nullptr) return Usage("unknown option '" + std::string(a) + "'");
-    if (i + 1 >= args.size()) return Usage(std::string(a) + " needs a value");
-    *target = std::string(args[++i]);
   }
+  bulkhead::load::ScenarioContext context;
+  context.results_dir = "load/results";
+  std::string node_config, run_dir;  // the fleet's, kept as paths in context.fleet
+  std::vector<std::string> positional;
+  std::string option_error = bulkhead::load::ReadOptions(args,
+                                                         {{"--database", &context.database},
+                                                          {"--mock", &context.mock_url},
+                                                          {"--results-dir", &context.results_dir},
+                                                          {"--node", &context.node},
+                                                          {"--commit", &context.commit},
+                                                          {"--bulkhead", &context.fleet.bulkhead},
+                                                          {"--pg-restart", &context.pg_restart},
+                                                          {"--pg-control", &context.pg_control},
+                                                          {"--node-config", &node_config},
+                                                          {"--run-dir", &run_dir}},
+                                                         positional);
+  if (!option_error.empty()) return Usage(option_error);
+  if (positional.size() > 1)
+    return Usage("one scenario at a time, not also '" + positional[1] + "'");
+  const std::string scenario = positional.empty() ? "" : positional[0];
   context.fleet.node_config = node_config;
   context.fleet.run_dir = run_dir;
   context.fleet.database = context.database;

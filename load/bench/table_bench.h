@@ -1,5 +1,5 @@
 // The engine's cost against what the table keeps and how the work is spread (issue 34): the
-// `table` and `shape` modes of bulkhead-engine-bench (load/engine_bench.sh table, shape).
+// `table` and `shape` modes of `bulkhead-load engine` (load/engine_bench.sh table, shape).
 //
 //   table  one node drains a burst of `jobs` deliveries over 20 channels, a tenant each: beside
 //          `finished` finished jobs (spread over the last week, then vacuumed and checkpointed

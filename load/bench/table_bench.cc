@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "burst.h"
 #include "http_receiver.h"
 #include "node_process.h"
 #include "process_usage.h"
@@ -152,16 +153,6 @@ Drained Drain(const std::string& database, pqxx::connection& conn, const std::st
   return d;
 }
 
-// "{1,2,3}": a bigint[] literal.
-std::string IdArray(const std::vector<int64_t>& ids) {
-  std::string s = "{";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s + "}";
-}
-
 // `tenants` tenants of one channel each to `url`; returns the channel ids in tenant order.
 std::vector<int64_t> Tenants(pqxx::connection& conn, int tenants, const std::string& prefix,
                              const std::string& url) {
@@ -182,7 +173,7 @@ std::vector<int64_t> Tenants(pqxx::connection& conn, int tenants, const std::str
 // `jobs` deliveries through bulkhead.enqueue_many, 1,000 a transaction, item i to
 // channels[i mod N].
 void Burst(pqxx::connection& conn, const std::vector<int64_t>& channels, int jobs) {
-  const std::string array = IdArray(channels);
+  const std::string array = load::BigintArray(channels);
   for (int done = 0; done < jobs;) {
     const int n = std::min(1000, jobs - done);
     pqxx::work tx(conn);
@@ -202,7 +193,7 @@ void Burst(pqxx::connection& conn, const std::vector<int64_t>& channels, int job
 // each with one attempt logged; `parked` parked jobs on 1,000 paused channels of 100 tenants.
 void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64_t finished,
              int64_t parked, const std::string& url) {
-  const std::string array = IdArray(channels);
+  const std::string array = load::BigintArray(channels);
   constexpr int64_t kChunk = 1'000'000;
   const auto start = Clock::now();
   // The last twentieth, the history's most recent hours, is written after the vacuum (below).
@@ -240,7 +231,7 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
       tx.commit();
       for (const auto& r : rows) paused.push_back(r[0].as<int64_t>());
     }
-    const std::string parr = IdArray(paused);
+    const std::string parr = load::BigintArray(paused);
     pqxx::work tx(conn);
     tx.exec_params(
         "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, state, priority, payload,"

@@ -1,0 +1,115 @@
+# shellcheck shell=bash
+# lib.sh — sourced first by every script in load/, so that each does these things one way:
+#
+#   source "$(dirname "$0")/lib.sh"   # set -euo pipefail, cd to the repository, $script named
+#
+#   knob NAME DEFAULT KIND           the environment knob NAME's value, or DEFAULT when unset
+#                                    or empty, checked against KIND (below); a bad value is a
+#                                    usage error: "SCRIPT: NAME must be …, not 'x'", exit 2
+#   check_knobs KIND NAME…           the same check of each NAME that is set, for knobs whose
+#                                    default depends on the mode (read with ${NAME:-default})
+#   usage_error MESSAGE              "SCRIPT: MESSAGE" on stderr, exit 2
+#   load_setup [LOG]                 ./setup.sh (installs what is missing, builds): quiet, or
+#                                    into LOG with its tail shown on failure (given an hour)
+#   pg_start DIR [DURABLE]           load/embedded_postgres.sh start DIR, with durability on
+#                                    (fsync, synchronous_commit, full_page_writes) when DURABLE
+#                                    is 1, else as BULKHEAD_PG_DURABLE says (off when unset);
+#                                    sets $conn (its connection string) and stops the cluster
+#                                    when the script exits
+#   pg_durable_dir DIR DURABLE       DIR, or DIR-durable when DURABLE is 1: a cluster keeps the
+#                                    settings it was started with, so each has a folder of its own
+#   fresh_database NAME              DROP and CREATE DATABASE NAME in $conn's cluster
+#   db_conn NAME                     the connection string of database NAME in that cluster
+#   psql ARGS…                       the cluster's psql, -X -q, stopping at the first error
+#   load_average [all]               the 1-minute load average (all: 1, 5 and 15 minutes)
+#   on_exit COMMAND                  run COMMAND (a shell string) when the script exits, after
+#                                    the ones given before it
+#
+# KIND: count (an integer of 1 or more), count0 (0 or more), share (a number in (0, 1]),
+# flag (0 or 1), counts (a list of counts, space- or comma-separated), dir (an existing folder),
+# any (not checked).
+set -euo pipefail
+script=${script:-$(basename "$0")}
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+pg_bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
+
+usage_error() {
+  echo "$script: $*" >&2
+  exit 2
+}
+
+# knob_ok KIND VALUE: whether VALUE is a KIND; sets $knob_wants to what a KIND is.
+knob_ok() {
+  case $1 in
+    count) knob_wants="a whole number of 1 or more"; [[ $2 =~ ^[1-9][0-9]*$ ]] ;;
+    count0) knob_wants="a whole number of 0 or more"; [[ $2 =~ ^[0-9]+$ ]] ;;
+    share) knob_wants="a number in (0, 1]"
+           [[ $2 =~ ^(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?)$ ]] ;;
+    flag) knob_wants="0 or 1"; [[ $2 =~ ^[01]$ ]] ;;
+    counts) knob_wants="whole numbers of 1 or more, space- or comma-separated"
+            [[ $2 =~ ^[1-9][0-9]*([ ,]+[1-9][0-9]*)*$ ]] ;;
+    dir) knob_wants="an existing folder"; [ -d "$2" ] ;;
+    any) knob_wants="anything"; true ;;
+    *) echo "$script: knob kind '$1' unknown (load/lib.sh)" >&2; exit 2 ;;
+  esac
+}
+
+knob() {
+  local name=$1 default=$2 kind=$3 value
+  value=${!name:-$default}
+  knob_ok "$kind" "$value" || usage_error "$name must be $knob_wants, not '$value'"
+  echo "$value"
+}
+
+check_knobs() {
+  local kind=$1 name
+  shift
+  for name in "$@"; do
+    [ -z "${!name:-}" ] || knob_ok "$kind" "${!name}" ||
+      usage_error "$name must be $knob_wants, not '${!name}'"
+  done
+}
+
+load_setup() {
+  if [ $# -eq 0 ]; then
+    ./setup.sh >/dev/null
+  elif ! timeout --kill-after=10 3600 ./setup.sh >"$1" 2>&1; then
+    tail -n 30 "$1" >&2
+    echo "$script: ./setup.sh failed; see $1" >&2
+    exit 1
+  fi
+}
+
+load_exit_actions=()
+load_on_exit() {
+  local action
+  for action in "${load_exit_actions[@]}"; do eval "$action" || true; done
+}
+on_exit() {
+  load_exit_actions+=("$1")
+  trap load_on_exit EXIT
+}
+
+pg_durable_dir() {
+  if [ "$2" = 1 ]; then echo "$1-durable"; else echo "$1"; fi
+}
+
+pg_start() {
+  local dir=$1 durable=${2:-}
+  [ "$durable" = 1 ] || durable=${BULKHEAD_PG_DURABLE:-0}
+  conn=$(BULKHEAD_PG_DURABLE=$durable load/embedded_postgres.sh start "$dir")
+  on_exit "load/embedded_postgres.sh stop '$dir'"
+}
+
+psql() { "$pg_bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+db_conn() { echo "${conn/dbname=postgres/dbname=$1}"; }
+
+fresh_database() {
+  psql "$conn" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $1" \
+    -c "CREATE DATABASE $1"
+}
+
+load_average() {
+  if [ "${1:-}" = all ]; then cut -d' ' -f1-3 /proc/loadavg; else cut -d' ' -f1 /proc/loadavg; fi
+}
