@@ -20,6 +20,7 @@
 # never answers; `claim` times the store's statement from C++ (in breaker_bench_claim_a, _b and
 # _c, which it drops at the end). These are 2-core machines: the node, PostgreSQL and the
 # receiver share them, so read figures as this machine's, not a server's.
+# shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 modes=${*:-dead claim}

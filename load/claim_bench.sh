@@ -25,27 +25,29 @@
 # (generic plans, no seq or bitmap scans). Prints each look-ahead's median execution time, its
 # quartiles and the rows it claimed, the ratio short/long, and the 1-minute load average.
 #
-# Starts the embedded PostgreSQL in .run/bench-pg (load/embedded_postgres.sh) and stops it at
-# the end; the databases claim_bench_<state> stay for inspection. Builds first (./setup.sh).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# Not `load/breaker_bench.sh claim`: that one times the store's whole claim from C++ (BEGIN, the
+# statement, COMMIT) at one look-ahead beside a million parked or completed rows, to show the
+# claim does not read them; this one times the statement alone, in psql, on two fixed states of
+# the queue, at the long and the short look-ahead in turn, to weigh the look-ahead.
+#
+# Starts the embedded PostgreSQL in .run/bench-pg (load/embedded_postgres.sh, load/lib.sh) and
+# stops it at the end; the databases claim_bench_<state> stay for inspection. Builds first
+# (./setup.sh).
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-rounds=${CLAIM_BENCH_ROUNDS:-20}
+rounds=$(knob CLAIM_BENCH_ROUNDS 20 count)
 all_states="lone many"
 read -r -a states <<<"${*:-$all_states}"
 for s in "${states[@]}"; do
   case " $all_states " in *" $s "*) ;;
-    *) echo "claim_bench.sh: unknown state '$s' ($all_states)" >&2; exit 2 ;;
+    *) usage_error "unknown state '$s' ($all_states)" ;;
   esac
 done
 
-./setup.sh >/dev/null
-run=.run/bench-pg
-bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
-conn=$(load/embedded_postgres.sh start "$run")
-trap 'load/embedded_postgres.sh stop "$run"' EXIT
-psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-db() { echo "${conn/dbname=postgres/dbname=claim_bench_$1}"; }
+load_setup
+pg_start .run/bench-pg
+db() { db_conn "claim_bench_$1"; }
 source load/statement.sh
 claim=$(statement claim)
 [ -n "$claim" ] || { echo "claim_bench.sh: the claim statement is not in the build" >&2; exit 1; }
@@ -56,8 +58,7 @@ seq_array() { printf "'{%s}'::bigint[]" "$(seq -s, "$1" "$2")"; }
 
 # setup STATE: the database and its rows. args STATE: the claim's parameters but the last.
 setup() {
-  psql "$conn" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS claim_bench_$1" \
-    -c "CREATE DATABASE claim_bench_$1"
+  fresh_database "claim_bench_$1"
   build/bin/bulkhead migrate up --database "$(db "$1")" >/dev/null
   case $1 in
     lone) psql "$(db "$1")" <<'SQL' ;;
@@ -125,7 +126,7 @@ for state in "${states[@]}"; do
       done
     done
   } >".run/claim_bench_$state.sql"
-  load=$(cut -d' ' -f1 /proc/loadavg)
+  load=$(load_average)
   psql -At "$(db "$state")" -f ".run/claim_bench_$state.sql" >".run/claim_bench_$state.out"
   # Per run: its look-ahead, round, execution time (ms) and rows claimed (the top node's).
   awk '/^look-ahead/ { la = $2; r = $4; rows = ""; next }

@@ -90,6 +90,7 @@
 # `bulkhead run` node against a loopback receiver. These are 2-core machines: the node,
 # PostgreSQL and the receiver share them, so read figures as this machine's, not a server's, and
 # compare the ratios of runs taken side by side (every run prints the load average around it).
+# shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 modes=${*:-throughput latency}

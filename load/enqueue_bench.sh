@@ -30,28 +30,23 @@
 #   enqueue_many SELECT bulkhead.enqueue_many(…) with 100 deliveries per call and transaction
 # Prints deliveries per second for each and the ratio to the plain INSERT. Compare ratios, not
 # absolute figures: these are small, noisy machines.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 mode=${1:-calls}
 case "$mode" in
   calls|commit) ;;
   *) echo "usage: $0 [commit]" >&2; exit 2 ;;
 esac
-seconds=${ENQUEUE_BENCH_SECONDS:-10}
-clients=${ENQUEUE_BENCH_CLIENTS:-10}
-run=.run/bench-pg
-[ "$mode" = commit ] && run=.run/bench-pg-durable
-bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
+seconds=$(knob ENQUEUE_BENCH_SECONDS 10 count)
+clients=$(knob ENQUEUE_BENCH_CLIENTS 10 count)
+check_knobs counts ENQUEUE_BENCH_CLIENT_LIST
+durable=0
+[ "$mode" = commit ] && durable=1
+run=$(pg_durable_dir .run/bench-pg "$durable")
 
-./setup.sh >/dev/null
-if [ "$mode" = commit ]; then
-  conn=$(BULKHEAD_PG_DURABLE=1 load/embedded_postgres.sh start "$run")
-else
-  conn=$(load/embedded_postgres.sh start "$run")
-fi
-trap 'load/embedded_postgres.sh stop "$run"' EXIT
-psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+load_setup
+pg_start "$run" "$durable"
 
 scripts=$(mktemp -d)
 cat >"$scripts/insert.sql" <<'SQL'
@@ -105,13 +100,14 @@ JSON
   }
   declare -A tps
   list=${ENQUEUE_BENCH_CLIENT_LIST:-1 4 16 32}
+  list=${list//,/ }
   echo "load/enqueue_bench.sh commit: durability on ($(psql "$conn" -At -c "SHOW fsync"),"\
     "synchronous_commit $(psql "$conn" -At -c "SHOW synchronous_commit")), ${seconds} s a case;"\
-    "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    "load before: $(load_average all)"
   for n in $list; do
     for case in plain enqueue asleep no_notify draining; do
-      psql "$conn" -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench"
-      db="${conn/dbname=postgres/dbname=bench}"
+      fresh_database bench
+      db=$(db_conn bench)
       build/bin/bulkhead migrate up --database "$db" >/dev/null
       psql "$db" -c "CREATE TABLE app_events (id bigserial PRIMARY KEY, k int NOT NULL,
                        payload jsonb NOT NULL)" \
@@ -133,7 +129,7 @@ JSON
         ) >"$marks_file" &
         sampler=$!
       fi
-      tps[$case.$n]=$(PGOPTIONS="$options" "$bindir/pgbench" -n -c "$n" -j "$((n < 2 ? 1 : 2))" \
+      tps[$case.$n]=$(PGOPTIONS="$options" "$pg_bindir/pgbench" -n -c "$n" -j "$((n < 2 ? 1 : 2))" \
                         -T "$seconds" -f "$scripts/$script" "$db" | awk '/^tps = / {printf "%.0f", $3}')
       note=
       if [ "$case" = draining ]; then
@@ -148,7 +144,7 @@ JSON
     done
   done
   rm -rf "$scripts"
-  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "load after: $(load_average all)"
   echo
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
   printf '%-8s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' clients plain enqueue asleep \
@@ -166,12 +162,12 @@ fi
 
 declare -A rate
 for case in insert enqueue enqueue_many; do
-  psql "$conn" -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench"
-  db="${conn/dbname=postgres/dbname=bench}"
+  fresh_database bench
+  db=$(db_conn bench)
   build/bin/bulkhead migrate up --database "$db" >/dev/null
   psql "$db" -c "INSERT INTO bulkhead.tenants (name) VALUES ('bench')" \
              -c "INSERT INTO bulkhead.channels (tenant_id, url) VALUES (1, 'http://127.0.0.1:9/')"
-  tps=$("$bindir/pgbench" -n -c "$clients" -j 2 -T "$seconds" -f "$scripts/$case.sql" "$db" \
+  tps=$("$pg_bindir/pgbench" -n -c "$clients" -j 2 -T "$seconds" -f "$scripts/$case.sql" "$db" \
         | awk '/^tps = / {print $3}')
   rows=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs")
   rate[$case]=$(awk -v r="$rows" -v s="$seconds" 'BEGIN {printf "%.0f", r / s}')

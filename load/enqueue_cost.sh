@@ -24,20 +24,15 @@
 #   - transactions/s with 16 clients and durability on, the application's commit rate.
 # Ratios to `plain` are what to compare; the figures move by ±20 % between runs on a 2-core
 # machine.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-seconds=${ENQUEUE_COST_SECONDS:-10}
-run=.run/bench-pg-durable
-bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
+seconds=$(knob ENQUEUE_COST_SECONDS 10 count)
 
-./setup.sh >/dev/null
-conn=$(BULKHEAD_PG_DURABLE=1 load/embedded_postgres.sh start "$run")
-trap 'load/embedded_postgres.sh stop "$run"' EXIT
-psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-
-psql "$conn" -c "DROP DATABASE IF EXISTS enqueue_cost" -c "CREATE DATABASE enqueue_cost"
-db="${conn/dbname=postgres/dbname=enqueue_cost}"
+load_setup
+pg_start .run/bench-pg-durable 1
+fresh_database enqueue_cost
+db=$(db_conn enqueue_cost)
 build/bin/bulkhead migrate up --database "$db" >/dev/null
 psql "$db" <<'SQL'
 INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
@@ -83,7 +78,7 @@ bench() {
   psql "$db" -c CHECKPOINT
   local before after out tps n
   before=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
-  out=$(PGOPTIONS="${3:-}" "$bindir/pgbench" -n -c "$2" -j "$(($2 < 2 ? 1 : 2))" -T "$seconds" \
+  out=$(PGOPTIONS="${3:-}" "$pg_bindir/pgbench" -n -c "$2" -j "$(($2 < 2 ? 1 : 2))" -T "$seconds" \
           -f "$scripts/$1.sql" "$db")
   after=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
   tps=$(awk '/^tps = / {printf "%.0f", $3}' <<<"$out")
@@ -93,7 +88,7 @@ bench() {
 
 echo "load/enqueue_cost.sh: durability on ($(psql "$db" -At -c "SHOW fsync"), synchronous_commit"\
   "$(psql "$db" -At -c "SHOW synchronous_commit")), ${seconds} s a case and measure;"\
-  "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "load before: $(load_average all)"
 declare -A wal us tps
 for case in "${cases[@]}"; do
   read -r one_tps one_wal < <(bench "$case" 1 "-c synchronous_commit=off")
@@ -105,7 +100,7 @@ for case in "${cases[@]}"; do
     "and no flush, ${tps[$case]} transactions/s with 16 clients"
 done
 rm -rf "$scripts"
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load after: $(load_average all)"
 echo
 printf '%-9s %10s %8s %12s %9s %16s %11s\n' case WAL/txn x_plain µs_no_flush x_plain \
   tps_16_durable x_plain

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # lib.sh — sourced first by every script in load/, so that each does these things one way:
 #
-#   source "$(dirname "$0")/lib.sh"   # set -euo pipefail, cd to the repository, $script named
+#   source "$(dirname "$0")/lib.sh"   # set -euo pipefail, cd to the repository; messages are
+#                                     # "$load_script: …" (the script's file name unless set)
 #
 #   knob NAME DEFAULT KIND           the environment knob NAME's value, or DEFAULT when unset
 #                                    or empty, checked against KIND (below); a bad value is a
@@ -29,12 +30,12 @@
 # flag (0 or 1), counts (a list of counts, space- or comma-separated), dir (an existing folder),
 # any (not checked).
 set -euo pipefail
-script=${script:-$(basename "$0")}
+load_script=${load_script:-$(basename "$0")}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pg_bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
 
 usage_error() {
-  echo "$script: $*" >&2
+  echo "$load_script: $*" >&2
   exit 2
 }
 
@@ -50,7 +51,7 @@ knob_ok() {
             [[ $2 =~ ^[1-9][0-9]*([ ,]+[1-9][0-9]*)*$ ]] ;;
     dir) knob_wants="an existing folder"; [ -d "$2" ] ;;
     any) knob_wants="anything"; true ;;
-    *) echo "$script: knob kind '$1' unknown (load/lib.sh)" >&2; exit 2 ;;
+    *) echo "$load_script: knob kind '$1' unknown (load/lib.sh)" >&2; exit 2 ;;
   esac
 }
 
@@ -75,7 +76,7 @@ load_setup() {
     ./setup.sh >/dev/null
   elif ! timeout --kill-after=10 3600 ./setup.sh >"$1" 2>&1; then
     tail -n 30 "$1" >&2
-    echo "$script: ./setup.sh failed; see $1" >&2
+    echo "$load_script: ./setup.sh failed; see $1" >&2
     exit 1
   fi
 }

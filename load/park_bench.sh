@@ -7,7 +7,7 @@
 #
 #   PARK_BENCH_JOBS=100000                  # the backlog: available jobs of channel 1
 #   PARK_BENCH_ROUNDS=3                     # park + unpark rounds per variant and phase
-#   PARK_BENCH_PAYLOAD_BYTES=0              # 0: breaker_bench's 90-byte payload; N: a JSON object
+#   PARK_BENCH_PAYLOAD_BYTES=0              # 0: the breaker bench's 90-byte payload; N: a JSON object
 #                                           # of about N bytes (over ~2 KB PostgreSQL compresses or
 #                                           # moves it out of line: TOAST)
 #   PARK_BENCH_BYSTANDER=$PARK_BENCH_JOBS   # phase 2: this many available jobs of a second,
@@ -50,36 +50,36 @@
 # each run by psql (PREPARE, then EXECUTE under \timing), then a VACUUM ANALYZE. Prints every
 # time with the 1-minute load average beside it (over 1.5: noisy), then the medians.
 #
+# The one measurement of parking: `bulkhead-load breaker` has no park mode (its `head` variant
+# is what OpenBreaker and ResetBreaker do today).
+#
 # Starts the embedded PostgreSQL in .run/park-pg (load/embedded_postgres.sh: durability off —
 # fsync, synchronous_commit and full_page_writes — but WAL is still written, wal_level replica)
 # and stops it at the end; its databases park_bench_<variant> stay for inspection. Builds first
 # (./setup.sh). On these 2-core machines read the figures side by side, not as a server's.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-jobs=${PARK_BENCH_JOBS:-100000}
-rounds=${PARK_BENCH_ROUNDS:-3}
-payload_bytes=${PARK_BENCH_PAYLOAD_BYTES:-0}
-bystander=${PARK_BENCH_BYSTANDER:-$jobs}
-explain=${PARK_BENCH_EXPLAIN:-1}
+jobs=$(knob PARK_BENCH_JOBS 100000 count)
+rounds=$(knob PARK_BENCH_ROUNDS 3 count)
+payload_bytes=$(knob PARK_BENCH_PAYLOAD_BYTES 0 count0)
+bystander=$(knob PARK_BENCH_BYSTANDER "$jobs" count0)
+explain=$(knob PARK_BENCH_EXPLAIN 1 flag)
 all_variants="0004 head ff50 flag partition"
-variants=(${*:-$all_variants})
+read -r -a variants <<<"${*:-$all_variants}"
 for v in "${variants[@]}"; do
   case " $all_variants " in *" $v "*) ;;
-    *) echo "park_bench.sh: unknown variant '$v' ($all_variants)" >&2; exit 2 ;;
+    *) usage_error "unknown variant '$v' ($all_variants)" ;;
   esac
 done
 [ $((jobs % 1000)) -eq 0 ] && [ $((bystander % 1000)) -eq 0 ] ||
-  { echo "park_bench.sh: PARK_BENCH_JOBS and _BYSTANDER must be multiples of 1000" >&2; exit 2; }
+  usage_error "PARK_BENCH_JOBS and _BYSTANDER must be multiples of 1000"
 
-./setup.sh >/dev/null
+load_setup
 run=.run/park-pg
-bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
-conn=$(load/embedded_postgres.sh start "$run")
-trap 'load/embedded_postgres.sh stop "$run"' EXIT
-psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-db() { echo "${conn/dbname=postgres/dbname=park_bench_$1}"; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
+pg_start "$run"
+db() { db_conn "park_bench_$1"; }
+load1() { load_average; }
 
 source load/statement.sh  # statement NAME: the SQL the binary prepares under NAME
 open_breaker=$(statement open_breaker)
@@ -175,7 +175,7 @@ CREATE INDEX jobs_finished ON bulkhead.jobs_finished_p (finished_at, id);"
 
 setup() {
   local v=$1
-  psql "$conn" -c "DROP DATABASE IF EXISTS park_bench_$v" -c "CREATE DATABASE park_bench_$v"
+  fresh_database "park_bench_$v"
   build/bin/bulkhead migrate up --database "$(db "$v")" >/dev/null
   case "$v" in
     0004)
@@ -276,7 +276,7 @@ echo "  server: $(psql "$conn" -At -c "
   SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
    WHERE name IN ('wal_level', 'fsync', 'synchronous_commit', 'full_page_writes',
                   'shared_buffers', 'jit')")"
-echo "  load average before setup: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "  load average before setup: $(load_average all)"
 for v in "${variants[@]}"; do setup "$v"; done
 psql "$(db "${variants[0]}")" -At -c "
   SELECT 'payload: ' || round(avg(pg_column_size(payload))) || ' bytes stored, table '
@@ -332,4 +332,4 @@ for phase in 1 2; do
       "$phase" "$v" "$(m park)" "$claim" "$(m unpark)" "$loads"
   done
 done
-echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "  load average after: $(load_average all)"

@@ -78,25 +78,23 @@
 # Everything stays on this machine: the mock on 127.0.0.1, PostgreSQL on a Unix socket.
 # On 2-core machines the workers, PostgreSQL and the mock share the cores: compare the ratios
 # of one run, and take figures on a quiet machine.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+load_script=peer_bench
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 say() { echo "peer_bench: $*"; }
 die() { echo "peer_bench: $*" >&2; exit 1; }
-usage_error() { echo "peer_bench: $*" >&2; exit 2; }
 
-# --- Settings -----------------------------------------------------------------------------
+# --- Settings (load/lib.sh's knob: a bad value exits 2) -------------------------------------
 
-positive_int() {  # NAME VALUE: VALUE or exit 2
-  [[ $2 =~ ^[1-9][0-9]*$ ]] || usage_error "$1 must be a positive integer, not '$2'"
-  echo "$2"
-}
-jobs_fast=$(positive_int PEER_BENCH_JOBS "${PEER_BENCH_JOBS:-20000}")
-jobs_slow=$(positive_int PEER_BENCH_SLOW_JOBS "${PEER_BENCH_SLOW_JOBS:-10000}")
-sized_workers=$(positive_int PEER_BENCH_SIZED_WORKERS "${PEER_BENCH_SIZED_WORKERS:-1000}")
-timeout_s=$(positive_int PEER_BENCH_TIMEOUT_S "${PEER_BENCH_TIMEOUT_S:-600}")
-peer_pool=$(positive_int PEER_BENCH_PEER_POOL "${PEER_BENCH_PEER_POOL:-50}")
-pgboss_workers=$(positive_int PEER_BENCH_PGBOSS_WORKERS "${PEER_BENCH_PGBOSS_WORKERS:-1}")
+jobs_fast=$(knob PEER_BENCH_JOBS 20000 count)
+jobs_slow=$(knob PEER_BENCH_SLOW_JOBS 10000 count)
+sized_workers=$(knob PEER_BENCH_SIZED_WORKERS 1000 count)
+timeout_s=$(knob PEER_BENCH_TIMEOUT_S 600 count)
+peer_pool=$(knob PEER_BENCH_PEER_POOL 50 count)
+pgboss_workers=$(knob PEER_BENCH_PGBOSS_WORKERS 1 count)
+skip_setup=$(knob PEER_BENCH_SKIP_SETUP 0 flag)
+durable=$(knob PEER_BENCH_DURABLE 0 flag)
 ((32 % pgboss_workers == 0 && 400 % pgboss_workers == 0)) ||
   usage_error "PEER_BENCH_PGBOSS_WORKERS must divide 32 and 400, not $pgboss_workers"
 pgboss_interval=0.5
@@ -105,10 +103,9 @@ run=.run/peer           # logs, configs, the sized tier
 npm_dir=.run/peer-npm   # graphile-worker and pg-boss
 pg_dir=.run/peer-pg     # the throwaway cluster
 durability=off
-if [ "${PEER_BENCH_DURABLE:-0}" = 1 ]; then
-  pg_dir=.run/peer-pg-durable
+if [ "$durable" = 1 ]; then
+  pg_dir=$(pg_durable_dir "$pg_dir" 1)
   durability=on
-  export BULKHEAD_PG_DURABLE=1  # read by load/embedded_postgres.sh
 fi
 mkdir -p "$run"
 
@@ -151,11 +148,11 @@ bounded() { timeout --kill-after=10 "$@"; }
 
 # --- Build, Node.js, the peers --------------------------------------------------------------
 
-if [ "${PEER_BENCH_SKIP_SETUP:-}" = 1 ]; then
+if [ "$skip_setup" = 1 ]; then
   say "PEER_BENCH_SKIP_SETUP=1: not running ./setup.sh, using build/bin/ as it is"
 else
   say "./setup.sh (log in $run/setup.log)"
-  bounded 3600 ./setup.sh >"$run/setup.log" 2>&1 || { tail -n 20 "$run/setup.log" >&2; die "./setup.sh failed"; }
+  load_setup "$run/setup.log"
 fi
 for b in build/bin/bulkhead build/bin/bulkhead-mock; do
   [ -x "$b" ] || die "$b is missing: run ./setup.sh (or drop PEER_BENCH_SKIP_SETUP)"
@@ -199,25 +196,23 @@ fi
 
 # --- PostgreSQL and the mock ----------------------------------------------------------------
 
-bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
-psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1)
+psql=("$pg_bindir/psql" -X -q -v ON_ERROR_STOP=1)
 
 worker_pid=""
 mock_pid=""
 poll_pid=""
 poll_in=""
-# shellcheck disable=SC2317  # called by the EXIT trap
+# shellcheck disable=SC2317  # called on exit
 cleanup() {
   stop_worker || true
   close_poller || true
   if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; wait "$mock_pid" 2>/dev/null || true; fi
-  load/embedded_postgres.sh stop "$pg_dir" || true
 }
-trap cleanup EXIT
+on_exit cleanup
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-conn=$(bounded 120 load/embedded_postgres.sh start "$pg_dir")
+pg_start "$pg_dir" "$durable"  # stopped on exit, after cleanup
 sockdir=${conn#host=}
 sockdir=${sockdir%% *}
 db_url() { echo "postgresql://bulkhead@/$1?host=$sockdir"; }
@@ -256,7 +251,7 @@ nap() { read -r -t "$1" -u "$sleep_fd" _ || true; }
 
 # The psql session that polls a case's database: poll SQL sets $answer.
 open_poller() {  # URL LOG
-  coproc POLLER { exec "$bindir/psql" -X -At -v ON_ERROR_STOP=1 "$1" 2>>"$2"; }
+  coproc POLLER { exec "$pg_bindir/psql" -X -At -v ON_ERROR_STOP=1 "$1" 2>>"$2"; }
   poll_pid=$POLLER_PID
   poll_in=${POLLER[1]}
   poll_out=${POLLER[0]}

@@ -30,8 +30,10 @@
 #   LOAD_BIN_DIR       the binaries (build/bin)
 #   LOAD_SKIP_SETUP=1  do not run ./setup.sh (the ctest entry: the build is already done)
 #   DATABASE_URL       use this database instead of a throwaway one (it is migrated up)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+load_script=load/run.sh
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
+check_knobs flag LOAD_SKIP_SETUP
 
 scenarios=${LOAD_SCENARIOS:-dead_channel}
 results=${LOAD_RESULTS_DIR:-load/results}
@@ -65,11 +67,7 @@ mkdir -p "$run"
 run=$(cd "$run" && pwd)
 if [ "${LOAD_SKIP_SETUP:-0}" != 1 ]; then
   echo "load/run.sh: ./setup.sh (install what is missing, build; log in $run/setup.log)"
-  if ! ./setup.sh >"$run/setup.log" 2>&1; then
-    tail -n 30 "$run/setup.log" >&2
-    echo "load/run.sh: ./setup.sh failed; see $run/setup.log" >&2
-    exit 1
-  fi
+  load_setup "$run/setup.log"
 fi
 
 node_pid=
@@ -113,11 +111,8 @@ else
     pg_dir=$run/pg
     conn=$(load/embedded_postgres.sh start "$pg_dir")
   fi
-  bindir=${BULKHEAD_PG_BINDIR:-$(pg_config --bindir)}
-  PGOPTIONS="-c client_min_messages=warning" "$bindir/psql" -X -q "$conn" \
-    -c "DROP DATABASE IF EXISTS bulkhead_load" \
-    -c "CREATE DATABASE bulkhead_load"
-  db="${conn/dbname=postgres/dbname=bulkhead_load}"
+  fresh_database bulkhead_load
+  db=$(db_conn bulkhead_load)
 fi
 "$bin/bulkhead" migrate up --database "$db" >"$run/migrate.log"
 
