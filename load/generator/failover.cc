@@ -34,111 +34,15 @@
 #include "http_get.h"
 #include "mock_client.h"
 #include "node_fleet.h"
+#include "node_sampler.h"
 #include "report.h"
 #include "scenario_stack.h"
 
 namespace bulkhead::load {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr const char* kHealthyRoute = "/hook/healthy";
 constexpr const char* kFailingRoute = "/hook/failing";
-
-// The sum of a metric's samples over all its label sets in a Prometheus text exposition.
-double MetricSum(const std::string& text, const std::string& name) {
-  double sum = 0;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.size() <= name.size() || line.compare(0, name.size(), name) != 0) continue;
-    char next = line[name.size()];
-    if (next != ' ' && next != '{') continue;
-    size_t space = line.rfind(' ');
-    sum += std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return sum;
-}
-
-struct NodeView {
-  std::string name;
-  std::string base_url;  // http://127.0.0.1:PORT, its metrics_listen
-  pid_t pid = 0;
-};
-
-std::string MetricsUrl(const fs::path& config) {
-  std::ifstream in(config);
-  auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!in || json.is_discarded() || !json.contains("metrics_listen")) {
-    throw std::runtime_error("no metrics_listen in " + config.string());
-  }
-  return "http://" + json["metrics_listen"].get<std::string>();
-}
-
-// What the sampler saw of one node at one moment.
-struct Sample {
-  int64_t at_us = 0;
-  size_t node = 0;
-  long readyz = 0;  // HTTP status; 0: no answer
-  std::string reasons;
-  double leader = -1;  // bulkhead_leader; -1 when /metrics did not answer
-  double db_errors = 0, reconnects = 0;
-};
-
-// Polls every node's /readyz and /metrics every 250 ms until stopped. Guarded by mu.
-class Sampler {
- public:
-  explicit Sampler(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~Sampler() { Stop(); }
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  std::vector<Sample> Samples() {
-    std::lock_guard lock(mu_);
-    return samples_;
-  }
-
- private:
-  void Loop() {
-    // A node that does not answer within a second counts as no answer (status 0): a node that
-    // hangs is what an operator would see too.
-    constexpr std::chrono::milliseconds kTimeout{1000};
-    while (!stop_) {
-      auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
-      for (size_t i = 0; i < nodes_.size(); ++i) {
-        Sample s;
-        s.at_us = NowUs();
-        s.node = i;
-        testing::HttpAnswer readyz = testing::HttpGet(nodes_[i].base_url + "/readyz", kTimeout);
-        s.readyz = readyz.status;
-        if (s.readyz != 200) s.reasons = readyz.body;
-        testing::HttpAnswer metrics = testing::HttpGet(nodes_[i].base_url + "/metrics", kTimeout);
-        if (metrics.status == 200) {
-          s.leader = MetricSum(metrics.body, "bulkhead_leader");
-          s.db_errors = MetricSum(metrics.body, "bulkhead_database_errors_total");
-          s.reconnects = MetricSum(metrics.body, "bulkhead_reconnects_total");
-        }
-        std::lock_guard lock(mu_);
-        samples_.push_back(std::move(s));
-      }
-      std::this_thread::sleep_until(next);
-    }
-  }
-
-  // Constant after construction
-  const std::vector<NodeView> nodes_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  // Guarded by mu_
-  std::mutex mu_;
-  std::vector<Sample> samples_;
-};
 
 // One event as it happened.
 struct Event {
@@ -248,7 +152,7 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
             << " channels to " << kHealthyRoute << " and one to " << kFailingRoute << " (500), "
             << nodes.size() << " nodes on " << context.database << std::endl;
 
-  Sampler sampler(nodes);
+  NodeSampler sampler(nodes);
   std::atomic<bool> stop_sending{false};
   SteadyOptions steady;
   steady.database = context.database;
@@ -369,7 +273,7 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
   bool drained =
       WaitForArrivals(mock, kHealthyRoute, expected, std::chrono::seconds(knobs.drain_s));
   sampler.Stop();
-  std::vector<Sample> samples = sampler.Samples();
+  std::vector<NodeSample> samples = sampler.Samples();
   std::vector<MockRecord> records = mock.Records(kHealthyRoute);
   std::vector<MockRecord> failing_records = mock.Records(kFailingRoute);
   Arrivals a = TallyArrivals(records, healthy_ids);
@@ -449,9 +353,9 @@ int RunFailover(const ScenarioContext& context, const FailoverKnobs& knobs) {
     for (size_t n = 0; n < nodes.size(); ++n) {
       int64_t from = 0, to = 0;
       std::set<std::string> reasons;
-      const Sample* before = nullptr;
-      const Sample* last = nullptr;
-      for (const Sample& s : samples) {
+      const NodeSample* before = nullptr;
+      const NodeSample* last = nullptr;
+      for (const NodeSample& s : samples) {
         if (s.node != n) continue;
         if (s.at_us < e.fault_us) {
           before = &s;
