@@ -3,11 +3,27 @@
 #include <algorithm>
 
 #include "logger.h"
-#include "reconnect_backoff.h"
-#include "storable_text.h"
 #include "store_failure.h"
 
 namespace bulkhead {
+namespace {
+
+PoisonQuarantine::Options QuarantineOptions(Metrics* metrics) {
+  PoisonQuarantine::Options options;
+  options.event = "completion_result_quarantined";
+  options.text = "error text";
+  options.writer = Metrics::QuarantineWriter::kCompletion;
+  options.metrics = metrics;
+  options.recorded_detail =
+      "the database refused this result; recorded again with its error text made storable, so "
+      "the job still gets its retry or discard";
+  options.dropped_detail =
+      "the database refused this result even with its error text made storable; dropped: the "
+      "job stays executing until handed back or rescued";
+  return options;
+}
+
+}  // namespace
 
 std::chrono::milliseconds CompletionWriter::DefaultStalledAfter(
     std::chrono::milliseconds flush_interval) {
@@ -25,16 +41,11 @@ CompletionWriter::CompletionWriter(Options options)
       stalled_after_(options_.stalled_after.count() > 0
                          ? options_.stalled_after
                          : DefaultStalledAfter(options_.flush_interval)),
-      thread_([this] { Run(); }) {}
-
-CompletionWriter::~CompletionWriter() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
+      quarantine_(QuarantineOptions(options_.metrics)) {
+  service_.Start([this] { Run(); });
 }
+
+CompletionWriter::~CompletionWriter() { service_.Stop(); }
 
 void CompletionWriter::Add(AttemptResult result) {
   {
@@ -48,13 +59,13 @@ void CompletionWriter::Add(AttemptResult result) {
     // batch; in between it is already waiting for one or the other.
     if (!first && static_cast<int>(pending_.size()) != options_.batch_size) return;
   }
-  wake_.notify_one();
+  service_.Wake();
 }
 
 bool CompletionWriter::Drain(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   uint64_t target = added_;
-  wake_.notify_one();
+  service_.Wake();
   return drained_.wait_for(lock, timeout, [&] { return written_ >= target; });
 }
 
@@ -99,7 +110,13 @@ void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
   } catch (const std::exception& e) {
     if (!IsDataFailure(e)) throw;
     if (end - begin == 1) {
-      Quarantine(store, batch[begin], e);
+      const AttemptResult& result = batch[begin];
+      quarantine_.Take(e, result.error, {{"job", result.id}, {"attempt", result.attempt}},
+                       [&](const std::string& storable) {
+                         AttemptResult safe = result;
+                         safe.error = storable;
+                         store.Get().Record({safe}, options_.node);
+                       });
       ++handled;
       return;
     }
@@ -121,54 +138,18 @@ void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
   handled += end - begin;
 }
 
-void CompletionWriter::Quarantine(StoreConnection<CompletionStore>& store,
-                                  const AttemptResult& result, const std::exception& failure) {
-  std::string sqlstate = SqlState(failure);
-  AttemptResult safe = result;
-  safe.error = StorableText(result.error) + " [the original error text could not be stored" +
-               (sqlstate.empty() ? "" : ": SQLSTATE " + sqlstate) + "]";
-  bool recorded = false;
-  std::string retry_error;
-  try {
-    store.Get().Record({safe}, options_.node);
-    recorded = true;
-  } catch (const std::exception& e) {
-    if (!IsDataFailure(e)) throw;  // the database went: the caller keeps the result
-    retry_error = FirstLine(e.what());
-  }
-  ++quarantined_;
-  if (options_.metrics) {
-    options_.metrics->quarantined(Metrics::QuarantineWriter::kCompletion, recorded).Increment();
-  }
-  nlohmann::json fields = {
-      {"job", result.id},
-      {"attempt", result.attempt},
-      {"sqlstate", sqlstate},
-      {"error", FirstLine(failure.what())},
-      {"outcome", recorded ? "recorded" : "dropped"},
-      {"detail", recorded ? "the database refused this result; recorded again with its error "
-                            "text made storable, so the job still gets its retry or discard"
-                          : "the database refused this result even with its error text made "
-                            "storable; dropped: the job stays executing until handed back or "
-                            "rescued"}};
-  if (!recorded) fields["retry_error"] = retry_error;
-  Log(LogLevel::kError, "completion_result_quarantined", fields);
-}
-
 void CompletionWriter::Run() {
   StoreConnection<CompletionStore> store(options_.database, "record");
-  ReconnectBackoff backoff;           // 100 ms doubling to 5 s, jittered
   std::chrono::milliseconds wait{0};  // before the next try, after a failed write
   std::vector<AttemptResult> batch;
   std::unique_lock lock(mu_);
   while (true) {
     // Wait for a full batch, the flush interval of the oldest result, or stop.
-    wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    service_.Wait(lock, [&] { return !pending_.empty(); });
     if (pending_.empty()) return;  // stopping with nothing left
-    if (!stopping_ && static_cast<int>(pending_.size()) < options_.batch_size) {
-      wake_.wait_until(lock, oldest_pending_ + options_.flush_interval, [&] {
-        return stopping_ || static_cast<int>(pending_.size()) >= options_.batch_size;
-      });
+    if (!service_.stopping() && static_cast<int>(pending_.size()) < options_.batch_size) {
+      service_.WaitUntil(lock, oldest_pending_ + options_.flush_interval,
+                         [&] { return static_cast<int>(pending_.size()) >= options_.batch_size; });
     }
     size_t n = std::min<size_t>(pending_.size(), options_.batch_size);
     batch.assign(std::make_move_iterator(pending_.begin()),
@@ -183,9 +164,9 @@ void CompletionWriter::Run() {
     try {
       Write(store, batch, 0, batch.size(), handled);
       ok = true;
-      backoff.Reset();
+      service_.Succeeded();
     } catch (const std::exception& e) {
-      wait = backoff.Next();
+      wait = service_.Failed();  // 100 ms doubling to 5 s, jittered
       Log(LogLevel::kWarn, "completion_write_failed",
           {{"results", batch.size() - handled},
            {"sqlstate", SqlState(e)},
@@ -201,7 +182,7 @@ void CompletionWriter::Run() {
       last_progress_ = std::chrono::steady_clock::now();
       drained_.notify_all();
     }
-    if (!ok && stopping_) {
+    if (!ok && service_.stopping()) {
       // Shutting down and the database is gone: these jobs stay `executing` under this node
       // and come back through the rescue of expired leases. Delivery stays at-least-once.
       size_t left = batch.size() - handled + pending_.size();
@@ -213,10 +194,11 @@ void CompletionWriter::Run() {
     }
     if (!ok) {
       // Put what is left of the batch back in front and wait before the next try (a stop does
-      // not skip it: the node's shutdown bounds the whole drain with its grace period).
+      // not skip it: the node's shutdown bounds the whole drain with its grace period). Any
+      // wake-up cuts the wait short: a Drain() tries again at once.
       pending_.insert(pending_.begin(), std::make_move_iterator(batch.begin() + handled),
                       std::make_move_iterator(batch.end()));
-      wake_.wait_for(lock, wait);
+      service_.Nap(lock, wait);
     }
     batch.clear();
   }

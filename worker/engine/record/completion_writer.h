@@ -37,8 +37,9 @@
 // still `executing` and go out again after rescue (docs/fleet.md). A healthy writer is far from
 // the bound: at 7,000 deliveries a second with the 5 ms flush, a batch holds about 50.
 //
-// Threads: Add(), Drain(), progress() and the counters from any thread; the writer thread owns
-// the connection.
+// Threads: Add(), Drain(), progress() and the counters from any thread; the writer thread (a
+// ServiceThread, started by the constructor and joined by the destructor) owns the connection.
+// The quarantine is PoisonQuarantine's, shared with the breaker keeper.
 #pragma once
 
 #include <atomic>
@@ -48,11 +49,12 @@
 #include <deque>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "completion_store.h"
 #include "metrics.h"
+#include "poison_quarantine.h"
+#include "service_thread.h"
 #include "store_connection.h"
 #include "store_types.h"
 
@@ -108,7 +110,7 @@ class CompletionWriter {
   void HeldJobs(std::vector<int64_t>* jobs) const;
 
   // Results quarantined so far (recorded with their text replaced, or dropped).
-  uint64_t quarantined() const { return quarantined_.load(std::memory_order_relaxed); }
+  uint64_t quarantined() const { return quarantine_.count(); }
 
   // How many results wait and for how long none was written; stalled after `stalled_after`
   // (the node's /readyz reports it).
@@ -120,22 +122,21 @@ class CompletionWriter {
  private:
   void Run();
   // Writes batch[begin, end) as one statement; on a data failure, halves it and writes each
-  // half, down to single results, which are quarantined. `handled` (results written or
-  // quarantined) always grows over a prefix of the batch, the left half going first. Throws on a
-  // failure that is not the data's; the caller keeps batch[handled, end).
+  // half, down to single results, which are quarantined (quarantine_: recorded with a storable
+  // error text if that can be written). `handled` (results written or quarantined) always grows
+  // over a prefix of the batch, the left half going first. Throws on a failure that is not the
+  // data's; the caller keeps batch[handled, end).
   void Write(StoreConnection<CompletionStore>& store, const std::vector<AttemptResult>& batch,
              size_t begin, size_t end, size_t& handled);
-  // Logs and counts the one result `failure` refused, and records it with a storable error text
-  // if that can be written. Throws on a failure that is not the data's.
-  void Quarantine(StoreConnection<CompletionStore>& store, const AttemptResult& result,
-                  const std::exception& failure);
 
   // Constant after construction.
   const Options options_;
   const std::chrono::milliseconds stalled_after_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;     // the writer waits here for results or stop
+  // Counts from any thread; Take() on the writer thread.
+  PoisonQuarantine quarantine_;
+
+  mutable std::mutex mu_;  // also service_'s: the writer waits under it for results or stop
   std::condition_variable drained_;  // Drain() waits here
   // Guarded by mu_.
   std::deque<AttemptResult> pending_;
@@ -145,12 +146,8 @@ class CompletionWriter {
   uint64_t written_ = 0;  // results handed to Record(), stale and quarantined ones included
   // The last write, or the Add() that found nothing waiting: what progress() measures from.
   std::chrono::steady_clock::time_point last_progress_;
-  bool stopping_ = false;
 
-  // Written by the writer thread, read from any.
-  std::atomic<uint64_t> quarantined_{0};
-
-  std::thread thread_;  // started last, joined first
+  ServiceThread service_{mu_};  // the writer thread: started last, joined first
 };
 
 }  // namespace bulkhead
