@@ -5,12 +5,25 @@
 
 #include "cap_ledger.h"
 #include "logger.h"
-#include "reconnect_backoff.h"
-#include "storable_text.h"
 #include "store_failure.h"
 
 namespace bulkhead {
 namespace {
+
+PoisonQuarantine::Options QuarantineOptions(Metrics* metrics) {
+  PoisonQuarantine::Options options;
+  options.event = "breaker_request_quarantined";
+  options.text = "text";
+  options.writer = Metrics::QuarantineWriter::kBreaker;
+  options.metrics = metrics;
+  options.recorded_detail =
+      "the database refused this request's text; the transition was made with the text made "
+      "storable";
+  options.dropped_detail =
+      "the database refused this request even with its text made storable; dropped (an open "
+      "not made is asked again by the next failures, an unanswered probe expires)";
+  return options;
+}
 
 BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
   int cap = CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share).channel;
@@ -24,21 +37,15 @@ BreakerKeeper::BreakerKeeper(Options options)
     : options_(std::move(options)),
       tiers_(options_.tiers),
       store_(options_.database, "breaker"),
-      batch_(std::max<int64_t>(options_.backlog_batch, 1)) {
+      batch_(std::max<int64_t>(options_.backlog_batch, 1)),
+      quarantine_(QuarantineOptions(options_.metrics)) {
   for (const auto& tier : options_.tiers) {
     boards_.emplace(tier.name, std::make_unique<BreakerBoard>(BoardSettings(tier)));
   }
-  thread_ = std::thread([this] { Run(); });
+  service_.Start([this] { Run(); });
 }
 
-BreakerKeeper::~BreakerKeeper() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  thread_.join();
-}
+BreakerKeeper::~BreakerKeeper() { service_.Stop(); }
 
 BreakerBoard& BreakerKeeper::board(const std::string& tier) { return *boards_.at(tier); }
 
@@ -66,7 +73,7 @@ void BreakerKeeper::RequestOpen(const std::string& tier, BreakerBoard::Trip trip
     if (!open_requested_.insert(trip.channel).second) return;
     queue_.push_back({Request::kOpen, tier, trip.channel, 0, false, std::move(trip.reason)});
   }
-  cv_.notify_one();
+  service_.Wake();
 }
 
 bool BreakerKeeper::OpenPending(int64_t channel) const {
@@ -80,7 +87,7 @@ void BreakerKeeper::ProbeAnswered(const std::string& tier, int64_t channel, int6
     std::lock_guard lock(mu_);
     queue_.push_back({Request::kProbeAnswer, tier, channel, job, success, detail});
   }
-  cv_.notify_one();
+  service_.Wake();
 }
 
 void BreakerKeeper::Learn(const std::string& payload) {
@@ -95,17 +102,16 @@ void BreakerKeeper::Learn(const std::string& payload) {
 }
 
 void BreakerKeeper::Run() {
-  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
   // Due timers and queued requests take turns: neither a long queue (a backlog moving batch by
   // batch) nor timers that keep failing can hold the other up.
   bool timers_next = true;
   std::unique_lock lock(mu_);
-  while (!stop_) {
+  while (!service_.stopping()) {
     auto now = std::chrono::steady_clock::now();
     auto next_timer = std::min({next_slow_check_, next_expire_, next_reconcile_});
     const bool timers_due = now >= next_timer;
     if (queue_.empty() && !timers_due) {
-      cv_.wait_until(lock, next_timer, [&] { return stop_ || !queue_.empty(); });
+      service_.WaitUntil(lock, next_timer, [&] { return !queue_.empty(); });
       continue;
     }
     bool ok = true;
@@ -130,7 +136,7 @@ void BreakerKeeper::Run() {
       for (auto& follow_up : next) queue_.push_back(std::move(follow_up));
     }
     if (ok) {
-      backoff.Reset();
+      service_.Succeeded();
       continue;
     }
     if (halved_) {
@@ -140,7 +146,7 @@ void BreakerKeeper::Run() {
       continue;
     }
     store_.Reset();
-    cv_.wait_for(lock, backoff.Next(), [&] { return stop_; });
+    service_.SleepFor(lock, service_.Failed());  // 100 ms doubling to 5 s, jittered
   }
 }
 
@@ -179,41 +185,22 @@ bool BreakerKeeper::Execute(const Request& request, std::vector<Request>& next) 
     if (!IsDataFailure(e)) return failed(e);
     // The request's data is refused and would be for ever: set it aside rather than block the
     // queue behind it. Its only free text is the reason; try once more with it made storable.
-    Request safe = request;
-    std::string sqlstate = SqlState(e);
-    safe.detail = StorableText(request.detail) + " [the original text could not be stored" +
-                  (sqlstate.empty() ? "" : ": SQLSTATE " + sqlstate) + "]";
-    bool recorded = false;
-    std::string retry_error;
     try {
-      Transition(tier, safe, next);
-      recorded = true;
+      quarantine_.Take(e, request.detail,
+                       {{"tier", tier.name},
+                        {"channel", request.channel},
+                        {"request", request.kind == Request::kOpen          ? "open"
+                                    : request.kind == Request::kProbeAnswer ? "probe_answer"
+                                                                            : "backlog_batch"},
+                        {"probe_job", request.job}},
+                       [&](const std::string& storable) {
+                         Request safe = request;
+                         safe.detail = storable;
+                         Transition(tier, safe, next);
+                       });
     } catch (const std::exception& again) {
-      if (!IsDataFailure(again)) return failed(again);  // the database went: stays queued
-      retry_error = FirstLine(again.what());
+      return failed(again);  // the database went: stays queued
     }
-    ++quarantined_;
-    if (options_.metrics) {
-      options_.metrics->quarantined(Metrics::QuarantineWriter::kBreaker, recorded).Increment();
-    }
-    nlohmann::json fields = {
-        {"tier", tier.name},
-        {"channel", request.channel},
-        {"request", request.kind == Request::kOpen          ? "open"
-                    : request.kind == Request::kProbeAnswer ? "probe_answer"
-                                                            : "backlog_batch"},
-        {"probe_job", request.job},
-        {"sqlstate", sqlstate},
-        {"error", FirstLine(e.what())},
-        {"outcome", recorded ? "recorded" : "dropped"},
-        {"detail", recorded
-                       ? "the database refused this request's text; the transition was made with "
-                         "the text made storable"
-                       : "the database refused this request even with its text made "
-                         "storable; dropped (an open not made is asked again by the next "
-                         "failures, an unanswered probe expires)"}};
-    if (!recorded) fields["retry_error"] = retry_error;
-    Log(LogLevel::kError, "breaker_request_quarantined", fields);
     return true;
   }
 }

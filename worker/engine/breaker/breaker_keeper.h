@@ -26,16 +26,18 @@
 // refused for its data (store_failure.h: its reason text, say, is one PostgreSQL cannot hold)
 // would block the queue for ever, so it is quarantined instead: made once more with its reason
 // made storable (StorableText), and dropped if even that is refused; either way logged
-// (breaker_request_quarantined) and counted (bulkhead_quarantined_total{writer="breaker"}).
+// (breaker_request_quarantined) and counted (bulkhead_quarantined_total{writer="breaker"}):
+// PoisonQuarantine, shared with the completion writer.
 //
-// Threads: the keeper's thread owns the connection. Every public method may be called from
+// Threads: the keeper's thread (a ServiceThread, started by the constructor and joined by the
+// destructor) owns the connection. Every public method may be called from
 // any thread: RequestOpen and ProbeAnswered from the HTTP sender's I/O thread (they only
 // queue), Learn from the NOTIFY listener's, Reconfigure from the node's main thread. board() hands
 // out a reference that lives as long as the keeper.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -43,13 +45,14 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "breaker_board.h"
 #include "breaker_store.h"
 #include "config.h"
 #include "metrics.h"
+#include "poison_quarantine.h"
+#include "service_thread.h"
 #include "store_connection.h"
 
 namespace bulkhead {
@@ -104,7 +107,7 @@ class BreakerKeeper {
   uint64_t closed() const { return closed_.load(); }
   uint64_t reopened() const { return reopened_.load(); }
   // Requests set aside because the database refused their data (recorded or dropped).
-  uint64_t quarantined() const { return quarantined_.load(); }
+  uint64_t quarantined() const { return quarantine_.count(); }
 
  private:
   static constexpr int64_t kMinBatch = 100;  // what statement timeouts can halve the batch to
@@ -140,13 +143,11 @@ class BreakerKeeper {
   const Options options_;
   std::map<std::string, std::unique_ptr<BreakerBoard>> boards_;  // the map itself is constant
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable std::mutex mu_;  // also service_'s: the keeper waits under it for requests or stop
   // Guarded by mu_.
   std::vector<TierOptions> tiers_;  // current settings (Reconfigure)
   std::deque<Request> queue_;
   std::set<int64_t> open_requested_;  // channels with a kOpen in queue_
-  bool stop_ = false;
 
   // Only touched by the keeper's thread.
   StoreConnection<BreakerStore> store_;
@@ -159,9 +160,9 @@ class BreakerKeeper {
   std::atomic<uint64_t> opened_{0};
   std::atomic<uint64_t> closed_{0};
   std::atomic<uint64_t> reopened_{0};
-  std::atomic<uint64_t> quarantined_{0};
+  PoisonQuarantine quarantine_;  // counts from any thread; Take() on the keeper's
 
-  std::thread thread_;  // started last
+  ServiceThread service_{mu_};  // the keeper's thread: started last, joined first
 };
 
 }  // namespace bulkhead
