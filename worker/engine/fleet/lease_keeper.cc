@@ -14,16 +14,11 @@ constexpr auto kRetryAfterFailure = std::chrono::seconds(1);
 }  // namespace
 
 LeaseKeeper::LeaseKeeper(Options options, Lease& lease)
-    : options_(std::move(options)), lease_(lease), thread_([this] { Run(); }) {}
-
-LeaseKeeper::~LeaseKeeper() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  thread_.join();
+    : options_(std::move(options)), lease_(lease) {
+  service_.Start([this] { Run(); });
 }
+
+LeaseKeeper::~LeaseKeeper() { service_.Stop(); }
 
 void LeaseKeeper::StopSweeping() {
   std::lock_guard lock(sweep_mu_);
@@ -42,9 +37,8 @@ void LeaseKeeper::Run() {
   auto next_heartbeat = Clock::now() + heartbeat_every;
   auto next_sweep = Clock::now() + options_.lease;
   std::unique_lock lock(mu_);
-  while (!stop_) {
-    cv_.wait_until(lock, std::min(next_heartbeat, next_sweep), [&] { return stop_; });
-    if (stop_) break;
+  while (!service_.stopping()) {
+    if (service_.WaitUntil(lock, std::min(next_heartbeat, next_sweep))) break;
     lock.unlock();
     const auto now = Clock::now();
     if (now >= next_heartbeat && heartbeats_) {

@@ -16,25 +16,26 @@
 // database timeouts in docs/configuration.md) never keeps the node's main thread from its
 // signals: the main thread reads the Lease and answer_pending_for() instead.
 //
-// Threads: the keeper's thread owns the connection and calls `held` (which must be safe from
-// any thread); the accessors are atomics, for any thread. The destructor joins the thread,
-// which may wait for a database call in progress to end (bounded by the connection's
-// timeouts).
+// Threads: the keeper's thread (a ServiceThread, started by the constructor) owns the
+// connection and calls `held` (which must be safe from any thread); the accessors are atomics,
+// for any thread. The destructor joins the thread, which may wait for a database call in
+// progress to end (bounded by the connection's timeouts). A failed heartbeat is retried after a
+// fixed second rather than ServiceThread's backoff: the lease is at stake, and a heartbeat is one
+// small statement.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "fleet_store.h"
 #include "lease.h"
 #include "metrics.h"
+#include "service_thread.h"
 #include "store_connection.h"
 
 namespace bulkhead {
@@ -86,9 +87,7 @@ class LeaseKeeper {
   const Options options_;
   Lease& lease_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  std::mutex mu_;  // service_'s: the keeper waits under it for its next beat or stop
   // Held while `held` is called; sweeping_ is guarded by it.
   std::mutex sweep_mu_;
   bool sweeping_ = true;
@@ -100,7 +99,7 @@ class LeaseKeeper {
       std::chrono::steady_clock::time_point::max()};
   std::atomic<uint64_t> stranded_returned_{0};
 
-  std::thread thread_;  // started last
+  ServiceThread service_{mu_};  // the keeper's thread: started last, joined first
 };
 
 }  // namespace bulkhead
