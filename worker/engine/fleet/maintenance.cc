@@ -1,7 +1,6 @@
 #include "maintenance.h"
 
 #include "logger.h"
-#include "reconnect_backoff.h"
 
 namespace bulkhead {
 namespace {
@@ -14,23 +13,15 @@ constexpr int kMaxPruneBatches = 100;
 }  // namespace
 
 Maintenance::Maintenance(Options options)
-    : options_(std::move(options)),
-      store_(options_.database, "leader"),
-      thread_([this] { Run(); }) {}
-
-Maintenance::~Maintenance() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  thread_.join();
+    : options_(std::move(options)), store_(options_.database, "leader") {
+  service_.Start([this] { Run(); });
 }
 
+Maintenance::~Maintenance() { service_.Stop(); }
+
 void Maintenance::Run() {
-  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
   std::unique_lock lock(mu_);
-  while (!stop_) {
+  while (!service_.stopping()) {
     lock.unlock();
     auto now = std::chrono::steady_clock::now();
     auto next = now + options_.elect_every;
@@ -57,7 +48,7 @@ void Maintenance::Run() {
         Lead(now);
         next = std::min({next_rescue_, next_park_, next_reconcile_, next_prune_, next_sample_});
       }
-      backoff.Reset();
+      service_.Succeeded();
     } catch (const std::exception& e) {
       if (leader_) {
         Log(LogLevel::kWarn, "leadership_lost",
@@ -69,10 +60,10 @@ void Maintenance::Run() {
       leader_ = false;
       if (options_.metrics) options_.metrics->ClearFleetSample();
       store_.Reset();  // closing the connection releases the lock, if it was still held
-      next = std::chrono::steady_clock::now() + backoff.Next();
+      next = std::chrono::steady_clock::now() + service_.Failed();  // 100 ms doubling to 5 s
     }
     lock.lock();
-    cv_.wait_until(lock, next, [&] { return stop_; });
+    service_.WaitUntil(lock, next);
   }
 }
 

@@ -26,20 +26,20 @@
 // fails to take the lock checks whether its holder's node still has a lease, and if not,
 // terminates that connection (FleetStore::DeposeLostLeader), so leadership moves within a lease.
 //
-// Threads: the maintenance thread owns the connection; is_leader() from any thread.
+// Threads: the maintenance thread (a ServiceThread, started by the constructor and joined by the
+// destructor) owns the connection; is_leader() from any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "fleet_store.h"
 #include "logger.h"
 #include "metrics.h"
+#include "service_thread.h"
 #include "store_connection.h"
 
 namespace bulkhead {
@@ -78,9 +78,7 @@ class Maintenance {
   // Constant after construction.
   const Options options_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  std::mutex mu_;  // service_'s: the thread waits under it for its next round or stop
 
   std::atomic<bool> leader_{false};
   std::atomic<uint64_t> rescued_{0};
@@ -99,7 +97,7 @@ class Maintenance {
                             "parked_behind_open",
                             {{"detail", "parked jobs enqueued while their breaker was opening"}}};
 
-  std::thread thread_;  // started last
+  ServiceThread service_{mu_};  // the maintenance thread: started last, joined first
 };
 
 }  // namespace bulkhead
