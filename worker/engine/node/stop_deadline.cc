@@ -8,18 +8,12 @@
 namespace bulkhead {
 
 StopDeadline::StopDeadline(Options options)
-    : options_(std::move(options)),
-      started_(std::chrono::steady_clock::now()),
-      thread_([this] { Run(); }) {}
-
-StopDeadline::~StopDeadline() {
-  {
-    std::lock_guard lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_one();
-  thread_.join();
+    : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {
+  service_.Start([this] { Run(); });
 }
+
+// The stop finished: the deadline is cancelled.
+StopDeadline::~StopDeadline() { service_.Stop(); }
 
 void StopDeadline::Run() {
   auto exit_now = [](const char* reason, std::chrono::milliseconds waited) {
@@ -33,12 +27,10 @@ void StopDeadline::Run() {
     std::_Exit(kExitFailure);
   };
   std::unique_lock lock(mu_);
-  if (cv_.wait_until(lock, started_ + options_.grace, [&] { return done_; })) return;
+  if (service_.WaitUntil(lock, started_ + options_.grace)) return;
   const auto waited = options_.unanswered ? options_.unanswered() : std::chrono::milliseconds(0);
   if (waited >= options_.unanswered_after) exit_now("the database does not answer", waited);
-  if (cv_.wait_until(lock, started_ + options_.grace + options_.drain, [&] { return done_; })) {
-    return;
-  }
+  if (service_.WaitUntil(lock, started_ + options_.grace + options_.drain)) return;
   exit_now("the grace and the drain are over",
            options_.unanswered ? options_.unanswered() : std::chrono::milliseconds(0));
 }

@@ -16,14 +16,15 @@
 // each exit is logged (stop_deadline_exit) with the reason. Destroying the StopDeadline (the
 // stop finished) cancels it.
 //
-// Threads: its own; `unanswered` is called from it and must be safe from any thread.
+// Threads: its own (a ServiceThread: started by the constructor; the destructor stops and joins
+// it); `unanswered` is called from it and must be safe from any thread.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <thread>
+
+#include "service_thread.h"
 
 namespace bulkhead {
 
@@ -49,12 +50,12 @@ class StopDeadline {
  private:
   void Run();
 
+  // Constant after construction.
   const Options options_;
   const std::chrono::steady_clock::time_point started_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;   // guarded by mu_
-  std::thread thread_;  // started last
+
+  std::mutex mu_;  // service_'s: the thread waits under it for a deadline or the stop's end
+  ServiceThread service_{mu_};  // started last, joined first
 };
 
 }  // namespace bulkhead
