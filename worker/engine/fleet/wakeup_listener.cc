@@ -6,7 +6,6 @@
 
 #include "database_connection.h"
 #include "logger.h"
-#include "reconnect_backoff.h"
 
 namespace bulkhead {
 namespace {
@@ -28,18 +27,15 @@ class Receiver : public pqxx::notification_receiver {
 WakeupListener::WakeupListener(std::string database, OnWake on_wake, OnBreaker on_breaker)
     : database_(std::move(database)),
       on_wake_(std::move(on_wake)),
-      on_breaker_(std::move(on_breaker)),
-      thread_([this] { Run(); }) {}
-
-WakeupListener::~WakeupListener() {
-  stop_ = true;
-  thread_.join();
+      on_breaker_(std::move(on_breaker)) {
+  service_.Start([this] { Run(); });
 }
 
+WakeupListener::~WakeupListener() { service_.Stop(); }
+
 void WakeupListener::Run() {
-  ReconnectBackoff backoff;  // 100 ms doubling to 5 s, jittered
   bool was_connected = false;
-  while (!stop_) {
+  while (!service_.stopping()) {
     try {
       std::unique_ptr<pqxx::connection> owned = OpenConnection(database_, "listen");
       pqxx::connection& conn = *owned;
@@ -48,18 +44,16 @@ void WakeupListener::Run() {
       connected_ = true;
       if (was_connected) Log(LogLevel::kInfo, "listen_reconnected");
       was_connected = true;
-      backoff.Reset();
+      service_.Succeeded();
       on_wake_("");  // catch up on what was enqueued while we were not listening
-      while (!stop_) conn.await_notification(0, 200'000);
+      while (!service_.stopping()) conn.await_notification(0, 200'000);
     } catch (const std::exception& e) {
       connected_ = false;
-      const std::chrono::milliseconds wait = backoff.Next();
+      const std::chrono::milliseconds wait = service_.Failed();  // 100 ms doubling to 5 s
       Log(LogLevel::kWarn, "listen_failed",
           {{"error", FirstLine(e.what())}, {"retry_in_ms", wait.count()}});
-      for (auto waited = std::chrono::milliseconds(0); waited < wait && !stop_;
-           waited += std::chrono::milliseconds(50)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+      std::unique_lock lock(mu_);
+      service_.SleepFor(lock, wait);
     }
   }
   connected_ = false;

@@ -9,14 +9,19 @@
 // design of LISTEN/NOTIFY. A lost connection is retried with backoff (100 ms doubling to
 // 5 s) while the runners' fallback poll keeps work moving.
 //
-// Threads: its own thread owns the connection; on_wake and on_breaker run on that thread and
-// must not block. connected() from any thread.
+// Threads: its own thread (a ServiceThread: started by the constructor, stopped and joined by
+// the destructor) owns the connection; on_wake and on_breaker run on that thread and must not
+// block. connected() from any thread. Of ServiceThread it uses the start, the stop and the
+// backoff's sleep: its wait for news is libpq's (await_notification, 200 ms at a time, looking
+// at stopping() in between), not the condition variable.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <string>
-#include <thread>
+
+#include "service_thread.h"
 
 namespace bulkhead {
 
@@ -42,9 +47,10 @@ class WakeupListener {
   const OnWake on_wake_;
   const OnBreaker on_breaker_;
 
-  std::atomic<bool> stop_{false};
   std::atomic<bool> connected_{false};
-  std::thread thread_;  // started last
+
+  std::mutex mu_;               // service_'s: held only for the sleep after a failure
+  ServiceThread service_{mu_};  // started last, joined first
 };
 
 }  // namespace bulkhead
