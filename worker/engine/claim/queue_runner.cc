@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "logger.h"
-#include "reconnect_backoff.h"
 #include "verdict.h"
 #include "webhook_request.h"
 
@@ -75,8 +74,9 @@ QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, Ht
       cap_summary_(options_.tier.name, metrics_),
       answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
       sleep_(options_.tier.name, options_.node),
-      news_claims_(options_.poll_interval),
-      thread_([this] { Run(); }) {}
+      news_claims_(options_.poll_interval) {
+  service_.Start([this] { Run(); });
+}
 
 void QueueRunner::Reconfigure(const TierOptions& tier) {
   {
@@ -86,7 +86,7 @@ void QueueRunner::Reconfigure(const TierOptions& tier) {
     caps_.SetCaps(CapsOf(tier));
     wake_ = true;  // more workers, or larger caps, may mean room now
   }
-  cv_.notify_one();
+  service_.Wake();
 }
 
 int QueueRunner::channel_in_flight(int64_t channel) const {
@@ -107,17 +107,10 @@ void QueueRunner::Wake() {
     wake_ = true;
     news_ = true;
   }
-  cv_.notify_one();
+  service_.Wake();
 }
 
-void QueueRunner::StopClaiming() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
-}
+void QueueRunner::StopClaiming() { service_.Stop(); }
 
 size_t QueueRunner::in_flight() const {
   std::lock_guard lock(mu_);
@@ -181,7 +174,7 @@ void QueueRunner::Run() {
   auto next_poll = NextPoll();
   auto next_probe = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
-  while (!stop_) {
+  while (!service_.stopping()) {
     const auto now = std::chrono::steady_clock::now();
     const auto next_stall = ReleaseStalled(now);
     int free = tier_.workers - Occupied();
@@ -203,7 +196,7 @@ void QueueRunner::Run() {
       // could give to another node. Wait for a heartbeat (or stop); the node logs the lapse.
       // The leader may delete this node's sleeping mark meanwhile: write it again after.
       sleep_.Lost();
-      cv_.wait_for(lock, kLeaseRecheck, [&] { return stop_; });
+      service_.SleepFor(lock, kLeaseRecheck);
       continue;
     }
     if (free > 0 && now >= next_probe) {
@@ -218,7 +211,7 @@ void QueueRunner::Run() {
       // Results are not being written fast enough: claiming more would only pile them up,
       // and what is unwritten is what a crash sends twice (CompletionWriter's bound). Looked
       // at again every 2 ms: a batch takes a few ms to write, so the claims resume soon after.
-      cv_.wait_for(lock, std::chrono::milliseconds(2), [&] { return stop_; });
+      service_.SleepFor(lock, std::chrono::milliseconds(2));
       continue;
     }
     if (free > 0 && due) {
@@ -283,19 +276,18 @@ void QueueRunner::Run() {
     if (free > 0) {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
       // channel's slot, the poll, the sleeping mark's recheck, or stop.
-      cv_.wait_until(
+      service_.WaitUntil(
           lock,
           std::min({next_poll, next_probe, cap_summary_.next_summary(), answers_.due(),
                     sleep_.recheck_at()}),
-          [&] { return stop_ || wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
+          [&] { return wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
       // back, for answers to apply (or stop). A wake-up is remembered meanwhile.
-      cv_.wait_until(lock, std::min({cap_summary_.next_summary(), next_stall, answers_.due()}),
-                     [&] {
-                       return stop_ || Occupied() < tier_.workers ||
-                              answers_.due() <= std::chrono::steady_clock::now();
-                     });
+      service_.WaitUntil(
+          lock, std::min({cap_summary_.next_summary(), next_stall, answers_.due()}), [&] {
+            return Occupied() < tier_.workers || answers_.due() <= std::chrono::steady_clock::now();
+          });
     }
   }
   // 410s that arrived before the stop are applied; later ones go to the writer (OnOutcome).
@@ -306,9 +298,6 @@ void QueueRunner::Run() {
 
 std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* taken,
                                                     bool* lending_withheld) {
-  // Made on the first failure only: seeding one from std::random_device on every claim was
-  // 1 % of the node's CPU at 8,000 deliveries a second (perf).
-  std::optional<ReconnectBackoff> backoff;  // 100 ms doubling to 5 s, jittered
   std::chrono::milliseconds wait{0};
   while (true) {
     try {
@@ -348,10 +337,12 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
         for (const auto& job : jobs) metrics_->queue_wait->Observe(job.wait_s);
       }
       *taken = static_cast<int>(jobs.size()) + parked;
+      // The service's backoff, seeded once: seeding one from std::random_device on every claim
+      // was 1 % of the node's CPU at 8,000 deliveries a second (perf).
+      service_.Succeeded();
       return jobs;
     } catch (const std::exception& e) {
-      if (!backoff) backoff.emplace();
-      wait = backoff->Next();
+      wait = service_.Failed();  // 100 ms doubling to 5 s, jittered
       claim_ok_ = false;
       sleep_.Lost();  // a restarted or promoted database has no mark of ours
       Log(LogLevel::kWarn, "claim_failed",
@@ -361,7 +352,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       store_.Reset();
     }
     std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, wait, [&] { return stop_; })) return {};
+    if (service_.SleepFor(lock, wait)) return {};
   }
 }
 
@@ -492,7 +483,7 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
   // The sender shut down before an answer: no verdict, the job stays registered for
   // HandBackInFlight().
   if (outcome.error == HttpError::kCancelled) {
-    cv_.notify_one();
+    service_.Wake();
     return;
   }
   Verdict verdict;
@@ -544,7 +535,7 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
   if (verdict.gone) {
     std::lock_guard lock(mu_);
     // The runner applies it; after a stop, the runner is gone: written as a failure.
-    gone = !stop_ &&
+    gone = !service_.stopping() &&
            answers_.Gone({job.channel, job_id, attempt, verdict.error, result.duration_ms}, result);
   }
   // Before the slot frees: the result is in the writer's hands (or the runner's) before a
@@ -573,7 +564,7 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     // window, a channel at its window did not count.)
     if (opened) wake_ = true;
   }
-  cv_.notify_one();
+  service_.Wake();
 }
 
 int QueueRunner::HandBackInFlight() {

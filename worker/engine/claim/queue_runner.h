@@ -75,18 +75,17 @@
 // writer, the breaker's board or keeper, the metrics and the caps, and free the slot. Wake(),
 // Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
 // outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
-// the sender first.
+// the sender first. The runner thread is a ServiceThread (its start, wake-up, stop and the
+// claim's backoff); its loop, the claim rules, is the runner's own.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
 #include "breaker_keeper.h"
@@ -102,6 +101,7 @@
 #include "metrics.h"
 #include "news_claims.h"
 #include "retry_policy.h"
+#include "service_thread.h"
 #include "skip_scan_cursor.h"
 #include "sleep_mark.h"
 #include "store_connection.h"
@@ -221,8 +221,8 @@ class QueueRunner {
   std::chrono::steady_clock::time_point ReleaseStalled(std::chrono::steady_clock::time_point now);
 
   // Taken before answers_' own mutex, never after: the waits read answers_.due() under mu_.
+  // Also service_'s: the runner thread waits under it.
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   // Guarded by mu_.
   TierOptions tier_;
   std::optional<RetryPolicy> retry_;  // always set; optional only to re-make it on reload
@@ -232,7 +232,6 @@ class QueueRunner {
   bool wake_ = false;
   bool news_ = false;   // Wake() since the last claim: an enqueue (or a reconnect)
   uint64_t ended_ = 0;  // jobs ended since start (OnOutcome), for Run's claim-again rule
-  bool stop_ = false;
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> claimed_{0};
@@ -271,7 +270,7 @@ class QueueRunner {
   // them it picks (a hand-back that crossed the opening), as for any channel that is open.
   std::set<int64_t> handed_back_open_;
 
-  std::thread thread_;  // started last
+  ServiceThread service_{mu_};  // the runner thread: started last, joined first
 };
 
 }  // namespace bulkhead
