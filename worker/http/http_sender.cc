@@ -318,11 +318,22 @@ HttpSender::Options Validated(HttpSender::Options options) {
   if (!problem.empty()) throw std::invalid_argument("HttpSender: " + problem);
   return options;
 }
+
+// The I/O thread waits in epoll_wait, not on the service's condition variable: waking it is
+// writing the eventfd.
+ServiceThread::Options IoThread(std::function<void()> wake) {
+  ServiceThread::Options options;
+  options.wake = std::move(wake);
+  return options;
+}
 }  // namespace
 
 HttpSender::HttpSender() : HttpSender(Options()) {}
 
-HttpSender::HttpSender(Options options) : options_(Validated(options)), multi_(curl_multi_init()) {
+HttpSender::HttpSender(Options options)
+    : options_(Validated(options)),
+      multi_(curl_multi_init()),
+      service_(mu_, IoThread([this] { Wake(); })) {
   if (multi_ == nullptr) throw std::runtime_error("HttpSender: curl_multi_init failed");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -340,16 +351,11 @@ HttpSender::HttpSender(Options options) : options_(Validated(options)), multi_(c
   curl_multi_setopt(multi_.get(), CURLMOPT_TIMERFUNCTION, &HttpSender::OnTimer);
   curl_multi_setopt(multi_.get(), CURLMOPT_TIMERDATA, this);
   ResizeConnectionCache();
-  io_thread_ = std::thread([this] { Run(); });
+  service_.Start([this] { Run(); });
 }
 
 HttpSender::~HttpSender() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  Wake();
-  io_thread_.join();
+  service_.Stop();  // the stop flag under mu_, the eventfd written, the I/O thread joined
   for (CURL* easy : spare_easy_) curl_easy_cleanup(easy);
   close(wake_fd_);
   close(epoll_fd_);
@@ -424,7 +430,7 @@ void HttpSender::Run() {
   while (true) {
     {
       std::lock_guard lock(mu_);
-      if (stopping_) break;
+      if (service_.stopping()) break;
       batch.swap(queue_);
     }
     for (auto& pending : batch) Start(std::move(pending));

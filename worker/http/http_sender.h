@@ -17,7 +17,9 @@
 // holds up every other request's progress — hand the outcome to another thread's queue. A
 // callback may call Send. The destructor stops the I/O thread; before it returns, every queued
 // and in-flight request has completed with HttpError::kCancelled (on the I/O thread). Send must
-// not be called once destruction has begun, except from a callback.
+// not be called once destruction has begun, except from a callback. The I/O thread is a
+// ServiceThread for its start, stop and wake-up only (the wake-up is the eventfd): its waits
+// are epoll_wait's and its loop libcurl's, and no send is retried, so no backoff.
 //
 // Caller's duties: curl_global_init(CURL_GLOBAL_DEFAULT) once, in main, before any thread
 // starts (it is not thread-safe), and SIGPIPE ignored. The sender does not bound the number of
@@ -61,13 +63,13 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "network_guard.h"
+#include "service_thread.h"
 
 namespace bulkhead {
 
@@ -202,10 +204,9 @@ class HttpSender {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
 
-  // Guarded by mu_
+  // Guarded by mu_ (also service_'s: its stop flag is written under it)
   std::mutex mu_;
   std::vector<Outgoing> queue_;  // sent, not yet handed to curl
-  bool stopping_ = false;
 
   // Atomic: incremented by Send, decremented by the I/O thread just before a callback
   std::atomic<size_t> in_flight_{0};
@@ -223,7 +224,7 @@ class HttpSender {
   std::chrono::steady_clock::time_point timer_due_ = std::chrono::steady_clock::time_point::max();
   bool in_timeout_action_ = false;  // inside curl_multi_socket_action(CURL_SOCKET_TIMEOUT)
 
-  std::thread io_thread_;  // last: starts once every field above exists
+  ServiceThread service_;  // the I/O thread, last: starts once every field above exists
 };
 
 }  // namespace bulkhead
