@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # claim_bench.sh — the claim statement alone, at the long and the short look-ahead in turn, on
-# fixed states of the queue (ADR 0014, worker/engine/window_look_ahead.h).
+# fixed states of the queue (ADR 0014, worker/engine/claim/window_look_ahead.h).
 #
 #   load/claim_bench.sh                  # both states below, in this order
 #   load/claim_bench.sh lone             # only the states given

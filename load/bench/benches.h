@@ -62,7 +62,7 @@
 //   table, shape  the engine's cost against what the table keeps (--finished 10000000 and
 //               --parked 1000000 jobs beside the burst, statistics stale and fresh) and how the
 //               work is spread (20 tenants, --jobs tenants of one delivery, and a mix), --jobs
-//               60000 by default: load/table_bench.h.
+//               60000 by default: load/bench/table_bench.h.
 //
 // Every mode runs tier `default` as tiers/default.json ships it (read from the file), overriding
 // only the keys it varies: `workers`, `channel_share` and `tenant_share` (Tier below), and in
