@@ -37,11 +37,15 @@ std::string CompletionWriter::Progress::Describe() const {
 }
 
 CompletionWriter::CompletionWriter(Options options)
+    : CompletionWriter(options, std::make_unique<StoreResultRecorder>(options.database)) {}
+
+CompletionWriter::CompletionWriter(Options options, std::unique_ptr<ResultRecorder> recorder)
     : options_(std::move(options)),
       stalled_after_(options_.stalled_after.count() > 0
                          ? options_.stalled_after
                          : DefaultStalledAfter(options_.flush_interval)),
-      quarantine_(QuarantineOptions(options_.metrics)) {
+      quarantine_(QuarantineOptions(options_.metrics)),
+      recorder_(std::move(recorder)) {
   service_.Start([this] { Run(); });
 }
 
@@ -96,16 +100,15 @@ CompletionWriter::Progress CompletionWriter::progress() const {
   return p;
 }
 
-void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
-                             const std::vector<AttemptResult>& batch, size_t begin, size_t end,
+void CompletionWriter::Write(const std::vector<AttemptResult>& batch, size_t begin, size_t end,
                              size_t& handled) {
   const bool whole = begin == 0 && end == batch.size();
   try {
     if (whole) {
-      store.Get().Record(batch, options_.node);
+      recorder_->Record(batch, options_.node);
     } else {  // a half, while looking for a poisoned result: a copy is cheap next to the search
       std::vector<AttemptResult> part(batch.begin() + begin, batch.begin() + end);
-      store.Get().Record(part, options_.node);
+      recorder_->Record(part, options_.node);
     }
   } catch (const std::exception& e) {
     if (!IsDataFailure(e)) throw;
@@ -115,7 +118,7 @@ void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
                        [&](const std::string& storable) {
                          AttemptResult safe = result;
                          safe.error = storable;
-                         store.Get().Record({safe}, options_.node);
+                         recorder_->Record({safe}, options_.node);
                        });
       ++handled;
       return;
@@ -128,8 +131,8 @@ void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
            {"detail", "the database refused this batch's data; halving it to find the result"}});
     }
     size_t middle = begin + (end - begin) / 2;
-    Write(store, batch, begin, middle, handled);
-    Write(store, batch, middle, end, handled);
+    Write(batch, begin, middle, handled);
+    Write(batch, middle, end, handled);
     return;
   }
   if (options_.metrics) {
@@ -139,7 +142,6 @@ void CompletionWriter::Write(StoreConnection<CompletionStore>& store,
 }
 
 void CompletionWriter::Run() {
-  StoreConnection<CompletionStore> store(options_.database, "record");
   std::chrono::milliseconds wait{0};  // before the next try, after a failed write
   std::vector<AttemptResult> batch;
   std::unique_lock lock(mu_);
@@ -162,7 +164,7 @@ void CompletionWriter::Run() {
     size_t handled = 0;  // written or quarantined: a prefix of the batch
     bool ok = false;
     try {
-      Write(store, batch, 0, batch.size(), handled);
+      Write(batch, 0, batch.size(), handled);
       ok = true;
       service_.Succeeded();
     } catch (const std::exception& e) {
@@ -172,7 +174,7 @@ void CompletionWriter::Run() {
            {"sqlstate", SqlState(e)},
            {"error", FirstLine(e.what())},
            {"retry_in_ms", wait.count()}});
-      store.Reset();
+      recorder_->Reset();
     }
 
     lock.lock();

@@ -37,8 +37,13 @@
 // still `executing` and go out again after rescue (docs/fleet.md). A healthy writer is far from
 // the bound: at 7,000 deliveries a second with the 5 ms flush, a batch holds about 50.
 //
+// The database is behind a ResultRecorder (result_recorder.h): the node's writes with
+// CompletionStore on a connection of its own; a test of the logic above may pass one that
+// records in memory.
+//
 // Threads: Add(), Drain(), progress() and the counters from any thread; the writer thread (a
-// ServiceThread, started by the constructor and joined by the destructor) owns the connection.
+// ServiceThread, started by the constructor and joined by the destructor) owns the recorder and
+// its connection.
 // The quarantine is PoisonQuarantine's, shared with the breaker keeper.
 #pragma once
 
@@ -47,15 +52,15 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "completion_store.h"
 #include "metrics.h"
 #include "poison_quarantine.h"
+#include "result_recorder.h"
 #include "service_thread.h"
-#include "store_connection.h"
 #include "store_types.h"
 
 namespace bulkhead {
@@ -63,7 +68,7 @@ namespace bulkhead {
 class CompletionWriter {
  public:
   struct Options {
-    std::string database;  // libpq connection string
+    std::string database;  // libpq connection string (unused when a recorder is passed)
     std::string node;      // the fence: results are written for this node's claims only
     int batch_size = 500;
     std::chrono::milliseconds flush_interval{5};
@@ -90,7 +95,10 @@ class CompletionWriter {
     std::string Describe() const;
   };
 
+  // Writes with StoreResultRecorder on `options.database`: the node's writer.
   explicit CompletionWriter(Options options);
+  // Writes with `recorder` (a test's, in memory); `options.database` is not used.
+  CompletionWriter(Options options, std::unique_ptr<ResultRecorder> recorder);
   // Writes what is waiting (as Drain) and stops the thread.
   ~CompletionWriter();
   CompletionWriter(const CompletionWriter&) = delete;
@@ -126,8 +134,7 @@ class CompletionWriter {
   // error text if that can be written). `handled` (results written or quarantined) always grows
   // over a prefix of the batch, the left half going first. Throws on a failure that is not the
   // data's; the caller keeps batch[handled, end).
-  void Write(StoreConnection<CompletionStore>& store, const std::vector<AttemptResult>& batch,
-             size_t begin, size_t end, size_t& handled);
+  void Write(const std::vector<AttemptResult>& batch, size_t begin, size_t end, size_t& handled);
 
   // Constant after construction.
   const Options options_;
@@ -135,6 +142,9 @@ class CompletionWriter {
 
   // Counts from any thread; Take() on the writer thread.
   PoisonQuarantine quarantine_;
+
+  // Only touched by the writer thread (after construction).
+  const std::unique_ptr<ResultRecorder> recorder_;
 
   mutable std::mutex mu_;  // also service_'s: the writer waits under it for results or stop
   std::condition_variable drained_;  // Drain() waits here

@@ -1,0 +1,15 @@
+#include "result_recorder.h"
+
+namespace bulkhead {
+
+StoreResultRecorder::StoreResultRecorder(std::string database)
+    : store_(std::move(database), "record") {}
+
+int StoreResultRecorder::Record(const std::vector<AttemptResult>& results,
+                                const std::string& node) {
+  return store_.Get().Record(results, node);
+}
+
+void StoreResultRecorder::Reset() { store_.Reset(); }
+
+}  // namespace bulkhead
