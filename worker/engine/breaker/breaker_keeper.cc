@@ -34,9 +34,12 @@ BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
 }  // namespace
 
 BreakerKeeper::BreakerKeeper(Options options)
+    : BreakerKeeper(options, std::make_unique<StoreBreakerLedger>(options.database)) {}
+
+BreakerKeeper::BreakerKeeper(Options options, std::unique_ptr<BreakerLedger> ledger)
     : options_(std::move(options)),
       tiers_(options_.tiers),
-      store_(options_.database, "breaker"),
+      ledger_(std::move(ledger)),
       batch_(std::max<int64_t>(options_.backlog_batch, 1)),
       quarantine_(QuarantineOptions(options_.metrics)) {
   for (const auto& tier : options_.tiers) {
@@ -145,7 +148,7 @@ void BreakerKeeper::Run() {
       halved_ = false;
       continue;
     }
-    store_.Reset();
+    ledger_->Reset();
     service_.SleepFor(lock, service_.Failed());  // 100 ms doubling to 5 s, jittered
   }
 }
@@ -219,7 +222,7 @@ void BreakerKeeper::FollowUp(const Request& request, Request::Kind kind, int64_t
 
 void BreakerKeeper::Transition(const TierOptions& tier, const Request& request,
                                std::vector<Request>& next) {
-  BreakerStore& store = store_.Get();
+  BreakerLedger& store = *ledger_;
   switch (request.kind) {
     case Request::kOpen: {
       BreakerTransition t =
@@ -299,7 +302,7 @@ bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
         tiers = tiers_;
       }
       for (const auto& tier : tiers) {
-        int expired = store_.Get().ExpireProbes(tier.name, tier.cooldown_ms, tier.cooldown_max_ms);
+        int expired = ledger_->ExpireProbes(tier.name, tier.cooldown_ms, tier.cooldown_max_ms);
         if (expired > 0) {
           Count(tier.name, "open", 0, expired);
           Log(LogLevel::kWarn, "breaker_probes_expired",
@@ -311,7 +314,7 @@ bool BreakerKeeper::Maintain(std::chrono::steady_clock::time_point now) {
       next_expire_ = now + options_.expire_every;
     }
     if (now >= next_reconcile_) {
-      std::vector<int64_t> not_closed = store_.Get().NotClosedBreakers();
+      std::vector<int64_t> not_closed = ledger_->NotClosedBreakers();
       for (auto& [tier, board] : boards_) board->Resync(not_closed);
       next_reconcile_ = now + options_.reconcile_every;
     }

@@ -29,8 +29,11 @@
 // (breaker_request_quarantined) and counted (bulkhead_quarantined_total{writer="breaker"}):
 // PoisonQuarantine, shared with the completion writer.
 //
+// The database is behind a BreakerLedger (breaker_ledger.h): the node's runs BreakerStore on a
+// connection of its own; a test of the logic above may pass one that keeps breakers in memory.
+//
 // Threads: the keeper's thread (a ServiceThread, started by the constructor and joined by the
-// destructor) owns the connection. Every public method may be called from
+// destructor) owns the ledger and its connection. Every public method may be called from
 // any thread: RequestOpen and ProbeAnswered from the HTTP sender's I/O thread (they only
 // queue), Learn from the NOTIFY listener's, Reconfigure from the node's main thread. board() hands
 // out a reference that lives as long as the keeper.
@@ -48,19 +51,19 @@
 #include <vector>
 
 #include "breaker_board.h"
+#include "breaker_ledger.h"
 #include "breaker_store.h"
 #include "config.h"
 #include "metrics.h"
 #include "poison_quarantine.h"
 #include "service_thread.h"
-#include "store_connection.h"
 
 namespace bulkhead {
 
 class BreakerKeeper {
  public:
   struct Options {
-    std::string database;  // libpq connection string
+    std::string database;  // libpq connection string (unused when a ledger is passed)
     std::vector<TierOptions> tiers;
     std::chrono::milliseconds slow_check_every{250};
     std::chrono::milliseconds expire_every{1000};
@@ -74,7 +77,10 @@ class BreakerKeeper {
   // A probe has until its request timeout plus this to answer before any node re-opens.
   static constexpr std::chrono::milliseconds kProbeMargin{5000};
 
+  // Moves breakers with StoreBreakerLedger on `options.database`: the node's keeper.
   explicit BreakerKeeper(Options options);
+  // Moves breakers with `ledger` (a test's, in memory); `options.database` is not used.
+  BreakerKeeper(Options options, std::unique_ptr<BreakerLedger> ledger);
   // Stops the thread; requests still queued are dropped (boards and the fleet catch up: an
   // open not made is made again by the next failures, a probe not answered expires, and the
   // leader parks or unparks what a backlog's batches left, ParkBehindOpen and ReconcileParked).
@@ -150,7 +156,7 @@ class BreakerKeeper {
   std::set<int64_t> open_requested_;  // channels with a kOpen in queue_
 
   // Only touched by the keeper's thread.
-  StoreConnection<BreakerStore> store_;
+  const std::unique_ptr<BreakerLedger> ledger_;
   std::chrono::steady_clock::time_point next_slow_check_{};
   std::chrono::steady_clock::time_point next_expire_{};
   std::chrono::steady_clock::time_point next_reconcile_{};
