@@ -160,7 +160,7 @@ TEST_F(EndpointAnswersTest, DisableGoneIsFencedAndKeepsTheFirstReason) {
 TEST_F(EndpointAnswersTest, SnoozesAChannelAtMostOnceASecondAndALaterLongerAskWaitsForTheNext) {
   int64_t ch = Channel("/hook/a");
   Enqueue(ch, 2);
-  StoreConnection<ClaimStore> store(conninfo(), "claim:default");
+  StoreRunnerStore store(conninfo(), "claim:default");
   CompletionWriter writer({conninfo(), "node-x"});
   EndpointAnswers answers({"default", "node-x", nullptr}, store, writer);
   const auto never = EndpointAnswers::Clock::time_point::max();
@@ -196,7 +196,7 @@ TEST_F(EndpointAnswersTest, AGoneQueuedBeforeCloseDisablesTheChannelAndOneAfterI
   ClaimStore claimer(db());
   std::vector<ClaimedJob> claimed = claimer.Claim("default", 1, "node-x");
   ASSERT_EQ(claimed.size(), 1u);
-  StoreConnection<ClaimStore> store(conninfo(), "claim:default");
+  StoreRunnerStore store(conninfo(), "claim:default");
   CompletionWriter writer({conninfo(), "node-x"});
   EndpointAnswers answers({"default", "node-x", nullptr}, store, writer);
   AttemptResult fallback;

@@ -56,7 +56,7 @@ class QueueRunnerTest : public testing::DatabaseTest {
   void Start() {
     writer_ = std::make_unique<CompletionWriter>(CompletionWriter::Options{conninfo(), kNode});
     keeper_ = std::make_unique<BreakerKeeper>(BreakerKeeper::Options{conninfo(), {tier_}});
-    store_ = std::make_unique<StoreConnection<ClaimStore>>(conninfo(), "claim:default");
+    store_ = std::make_unique<StoreRunnerStore>(conninfo(), "claim:default");
     HttpSender::Options sender_options;
     sender_options.guard = NetworkGuard({std::get<Network>(ParseCidr("127.0.0.0/8"))});
     sender_ = std::make_unique<HttpSender>(std::move(sender_options));
@@ -151,7 +151,7 @@ class QueueRunnerTest : public testing::DatabaseTest {
   std::unique_ptr<HttpReceiver> receiver_;  // LentToChannel's; outlives the sender
   std::unique_ptr<CompletionWriter> writer_;
   std::unique_ptr<BreakerKeeper> keeper_;
-  std::unique_ptr<StoreConnection<ClaimStore>> store_;
+  std::unique_ptr<StoreRunnerStore> store_;
   std::unique_ptr<HttpSender> sender_;
   std::unique_ptr<QueueRunner> runner_;
 };

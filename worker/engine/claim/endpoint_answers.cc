@@ -13,8 +13,7 @@ constexpr int kGoneTries = 5;
 // A failed disable is tried again after this pause (the claim's own backoff runs meanwhile).
 constexpr auto kGoneRetryAfter = std::chrono::milliseconds(500);
 
-EndpointAnswers::EndpointAnswers(Options options, StoreConnection<ClaimStore>& store,
-                                 CompletionWriter& writer)
+EndpointAnswers::EndpointAnswers(Options options, RunnerStore& store, CompletionWriter& writer)
     : options_(std::move(options)),
       store_(store),
       writer_(writer),
@@ -84,7 +83,7 @@ void EndpointAnswers::Run(Clock::time_point now, bool last) {
   std::vector<PendingGone> retry;
   for (auto& g : gone) {
     try {
-      GoneOutcome done = store_.Get().DisableGone(g.answer, options_.node);
+      GoneOutcome done = store_.DisableGone(g.answer, options_.node);
       if (done.disabled) {
         ++channels_gone_;
         if (options_.metrics) options_.metrics->channels_gone->Increment();
@@ -116,7 +115,7 @@ void EndpointAnswers::Run(Clock::time_point now, bool last) {
   }
   for (const auto& [channel, delay_ms] : snoozes) {
     try {
-      int n = store_.Get().SnoozeChannel(channel, delay_ms);
+      int n = store_.SnoozeChannel(channel, delay_ms);
       snoozed_ += n;
       if (n > 0) {
         snoozed_log_.Add(n);

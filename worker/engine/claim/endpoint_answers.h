@@ -36,7 +36,7 @@
 #include "completion_writer.h"
 #include "logger.h"
 #include "metrics.h"
-#include "store_connection.h"
+#include "runner_store.h"
 
 namespace bulkhead {
 
@@ -50,7 +50,7 @@ class EndpointAnswers {
     const Metrics::Tier* metrics = nullptr;  // nullptr: record nothing
   };
 
-  EndpointAnswers(Options options, StoreConnection<ClaimStore>& store, CompletionWriter& writer);
+  EndpointAnswers(Options options, RunnerStore& store, CompletionWriter& writer);
   EndpointAnswers(const EndpointAnswers&) = delete;
   EndpointAnswers& operator=(const EndpointAnswers&) = delete;
 
@@ -89,7 +89,7 @@ class EndpointAnswers {
 
   // Constant after construction.
   const Options options_;
-  StoreConnection<ClaimStore>& store_;
+  RunnerStore& store_;
   CompletionWriter& writer_;
 
   mutable std::mutex mu_;

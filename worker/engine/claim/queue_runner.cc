@@ -41,7 +41,7 @@ CapLedger::Caps CapsOf(const TierOptions& tier) {
   return CapLedger::For(tier.workers, tier.channel_share, tier.tenant_share, tier.reserve_share);
 }
 
-QueueRunner::QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender,
+QueueRunner::QueueRunner(Options options, RunnerStore& store, HttpSender& sender,
                          CompletionWriter& writer, BreakerKeeper& keeper)
     : options_(std::move(options)),
       store_(store),
@@ -317,8 +317,8 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       heads_.Apply(limits);
       ClaimWindows windows;
       const auto started = std::chrono::steady_clock::now();
-      std::vector<ClaimedJob> jobs = store_.Get().Claim(options_.tier.name, limit, options_.node,
-                                                        limits, &parked, nullptr, &windows);
+      std::vector<ClaimedJob> jobs = store_.Claim(options_.tier.name, limit, options_.node, limits,
+                                                  &parked, nullptr, &windows);
       look_ahead_.Saw(windows);
       heads_.Saw(windows);
       // Lending takes from the skip scan's heads, which exist only when something was held
@@ -364,8 +364,8 @@ std::vector<ClaimedJob> QueueRunner::ClaimProbes(int limit) {
   }
   try {
     std::vector<ClaimedJob> probes =
-        store_.Get().ClaimProbes(tier.name, limit, options_.node,
-                                 tier.request_timeout_ms + BreakerKeeper::kProbeMargin.count());
+        store_.ClaimProbes(tier.name, limit, options_.node,
+                           tier.request_timeout_ms + BreakerKeeper::kProbeMargin.count());
     probes_ += probes.size();
     // Each probe moved its channel open → half_open. Logged as a summary (one line a minute),
     // not a line per probe: a hundred dead channels would otherwise write 100 lines a cooldown.
@@ -396,7 +396,7 @@ QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {
   });
   if (!held.empty()) {
     try {
-      store_.Get().HandBack(held, options_.node);
+      store_.HandBack(held, options_.node);
     } catch (const std::exception& e) {
       // They stay executing under our name until lease rescue; nothing is lost.
       Log(LogLevel::kWarn, "hand_back_failed",
@@ -580,7 +580,7 @@ int QueueRunner::HandBackInFlight() {
   }
   if (jobs.empty()) return 0;
   try {
-    return store_.Get().HandBack(jobs, options_.node);
+    return store_.HandBack(jobs, options_.node);
   } catch (const std::exception& e) {
     Log(LogLevel::kError, "hand_back_failed",
         {{"tier", options_.tier.name}, {"jobs", jobs.size()}, {"error", FirstLine(e.what())}});

@@ -69,14 +69,14 @@
 // Reload. Reconfigure() takes new tier settings (workers, shares, timeouts, retries) between
 // claims; jobs in flight keep the timeouts they were sent with.
 //
-// Threads. The runner thread uses the database connection it is given (a
-// StoreConnection<ClaimStore>) and claims. Result callbacks run on the sender's I/O thread:
-// they take the answer's Verdict (verdict.h: decided once per answer), hand its parts to the
-// writer, the breaker's board or keeper, the metrics and the caps, and free the slot. Wake(),
-// Reconfigure(), StopClaiming() and in_flight() may be called from any thread. The runner must
-// outlive the HttpSender's callbacks, and the keeper and writer must outlive the runner: destroy
-// the sender first. The runner thread is a ServiceThread (its start, wake-up, stop and the
-// claim's backoff); its loop, the claim rules, is the runner's own.
+// Threads. The runner thread uses the database through the RunnerStore it is given (the
+// node's: ClaimStore on a connection of its own, runner_store.h) and claims. Result callbacks run
+// on the sender's I/O thread: they take the answer's Verdict (verdict.h: decided once per answer),
+// hand its parts to the writer, the breaker's board or keeper, the metrics and the caps, and free
+// the slot. Wake(), Reconfigure(), StopClaiming() and in_flight() may be called from any thread.
+// The runner must outlive the HttpSender's callbacks, and the keeper and writer must outlive the
+// runner: destroy the sender first. The runner thread is a ServiceThread (its start, wake-up, stop
+// and the claim's backoff); its loop, the claim rules, is the runner's own.
 #pragma once
 
 #include <atomic>
@@ -101,6 +101,7 @@
 #include "metrics.h"
 #include "news_claims.h"
 #include "retry_policy.h"
+#include "runner_store.h"
 #include "service_thread.h"
 #include "skip_scan_cursor.h"
 #include "sleep_mark.h"
@@ -122,11 +123,11 @@ class QueueRunner {
   };
 
   // Starts the runner thread, which connects and claims at once (catching up on what was
-  // enqueued while no node ran). `store` is the runner's own connection: from here on only the
-  // runner thread uses it (and HandBackInFlight() after the thread has ended). `store`,
+  // enqueued while no node ran). `store` is the runner's own (runner_store.h): from here on only
+  // the runner thread uses it (and HandBackInFlight() after the thread has ended). `store`,
   // `writer` and `keeper` must outlive the runner; `sender` must be destroyed before it.
-  QueueRunner(Options options, StoreConnection<ClaimStore>& store, HttpSender& sender,
-              CompletionWriter& writer, BreakerKeeper& keeper);
+  QueueRunner(Options options, RunnerStore& store, HttpSender& sender, CompletionWriter& writer,
+              BreakerKeeper& keeper);
   // Stops claiming and joins the thread. Does not hand anything back: see HandBackInFlight().
   ~QueueRunner();
   QueueRunner(const QueueRunner&) = delete;
@@ -192,8 +193,7 @@ class QueueRunner {
 
   // Constant after construction (options_.tier is the tier as started; tier_ is current).
   const Options options_;
-  StoreConnection<ClaimStore>&
-      store_;  // used only by the runner thread (and HandBackInFlight() after it)
+  RunnerStore& store_;  // used only by the runner thread (and HandBackInFlight() after it)
   HttpSender& sender_;
   CompletionWriter& writer_;
   BreakerKeeper& keeper_;

@@ -4,9 +4,9 @@
 
 namespace bulkhead {
 
-void SleepMark::Write(StoreConnection<ClaimStore>& store) {
+void SleepMark::Write(RunnerStore& store) {
   try {
-    store.Get().MarkAsleep(queue_, node_);
+    store.MarkAsleep(queue_, node_);
     Marked(Clock::now());
   } catch (const std::exception& e) {
     Failed();
@@ -15,9 +15,9 @@ void SleepMark::Write(StoreConnection<ClaimStore>& store) {
   }
 }
 
-void SleepMark::Delete(StoreConnection<ClaimStore>& store) {
+void SleepMark::Delete(RunnerStore& store) {
   try {
-    store.Get().MarkAwake(queue_, node_);
+    store.MarkAwake(queue_, node_);
     Unmarked();
   } catch (const std::exception& e) {
     Log(LogLevel::kWarn, "sleep_mark_failed", {{"tier", queue_}, {"error", FirstLine(e.what())}});

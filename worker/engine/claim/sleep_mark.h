@@ -26,7 +26,7 @@
 #include <string>
 
 #include "claim_store.h"
-#include "store_connection.h"
+#include "runner_store.h"
 
 namespace bulkhead {
 
@@ -40,11 +40,11 @@ class SleepMark {
 
   // Writes the mark (Marked(), or Failed() if the database refused). Waiting unmarked costs a
   // new job the fallback poll at worst; the runner's next claim reconnects.
-  void Write(StoreConnection<ClaimStore>& store);
+  void Write(RunnerStore& store);
   // Deletes the mark (Unmarked()). On failure it stays marked: a mark left behind costs each
   // enqueue a notification until the next claim that takes work deletes it, or the leader does
   // when the node dies.
-  void Delete(StoreConnection<ClaimStore>& store);
+  void Delete(RunnerStore& store);
   // Long enough for an enqueue's commit to end after its trigger looked (a flush, a
   // synchronous standby's round trip), short enough to stay below the pick-up targets.
   static constexpr std::chrono::milliseconds kRecheck{20};

@@ -61,10 +61,9 @@ NodeParts::NodeParts(const Config& config, const std::string& database, Metrics&
       sender(std::make_unique<HttpSender>(SenderOptions(config.node, metrics))) {
   const NodeOptions& options = config.node;
   for (const auto& tier : config.tiers) {
-    StoreConnection<ClaimStore>& store =
+    StoreRunnerStore& store =
         *runner_stores
-             .emplace(tier.name,
-                      std::make_unique<StoreConnection<ClaimStore>>(database, "claim:" + tier.name))
+             .emplace(tier.name, std::make_unique<StoreRunnerStore>(database, "claim:" + tier.name))
              .first->second;
     runners.emplace(tier.name,
                     std::make_unique<QueueRunner>(

@@ -27,6 +27,7 @@
 #include "maintenance.h"
 #include "metrics.h"
 #include "queue_runner.h"
+#include "runner_store.h"
 #include "store_connection.h"
 #include "wakeup_listener.h"
 
@@ -45,7 +46,7 @@ struct NodeParts {
   BreakerKeeper keeper;
   Maintenance maintenance;
   // Each runner's own connection, used only by its thread: declared first, so it outlives it.
-  std::map<std::string, std::unique_ptr<StoreConnection<ClaimStore>>> runner_stores;
+  std::map<std::string, std::unique_ptr<StoreRunnerStore>> runner_stores;
   std::map<std::string, std::unique_ptr<QueueRunner>> runners;
   std::unique_ptr<HttpSender> sender;
   std::unique_ptr<WakeupListener> listener;
