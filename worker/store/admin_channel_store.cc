@@ -7,6 +7,9 @@
 
 namespace bulkhead {
 
+const std::span<const std::string_view> AdminChannelStore::kStatements =
+    sql::admin_channel_store::kStatements;
+
 AdminChannelStore::AdminChannelStore(pqxx::connection_base& conn) : conn_(conn) {
   PrepareQueries(conn_, kStatements);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <pqxx/pqxx>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,9 @@ namespace bulkhead {
 
 class AdminChannelStore {
  public:
-  // The names (worker/store/admin_channel_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {
-      "ListBreakers",  "ResetBreaker", "PauseChannel",  "ResumeChannel", "DisableChannel",
-      "EnableChannel", "AddChannel",   "ShowChannel",   "RotateLock",    "RotateDrop",
-      "RotateRetire",  "RotateSet",    "SetTenantTier", "AddTenant",     "ShowTenant"};
+  // Every statement of admin_channel_store.sql, listed by the build from it (named_queries.cmake);
+  // the constructor prepares them.
+  static const std::span<const std::string_view> kStatements;
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit AdminChannelStore(pqxx::connection_base& conn);

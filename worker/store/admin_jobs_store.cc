@@ -8,6 +8,9 @@
 
 namespace bulkhead {
 
+const std::span<const std::string_view> AdminJobsStore::kStatements =
+    sql::admin_jobs_store::kStatements;
+
 AdminJobsStore::AdminJobsStore(pqxx::connection_base& conn) : conn_(conn) {
   PrepareQueries(conn_, kStatements);
 }

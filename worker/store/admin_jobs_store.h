@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <pqxx/pqxx>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -19,9 +20,9 @@ namespace bulkhead {
 
 class AdminJobsStore {
  public:
-  // The names (worker/store/admin_jobs_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {"QueueStatus", "NodeStatus", "ListJobs",
-                                                     "Replay",      "Cancel",     "FindJob"};
+  // Every statement of admin_jobs_store.sql, listed by the build from it (named_queries.cmake); the
+  // constructor prepares them.
+  static const std::span<const std::string_view> kStatements;
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit AdminJobsStore(pqxx::connection_base& conn);

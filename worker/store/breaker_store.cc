@@ -4,6 +4,8 @@
 #include "named_queries.h"
 
 namespace bulkhead {
+
+const std::span<const std::string_view> BreakerStore::kStatements = sql::breaker_store::kStatements;
 namespace {
 
 // The row of a transition statement: done (rows transitioned), jobs (moved with it), ….

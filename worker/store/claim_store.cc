@@ -10,6 +10,8 @@
 #include "named_queries.h"
 
 namespace bulkhead {
+
+const std::span<const std::string_view> ClaimStore::kStatements = sql::claim_store::kStatements;
 namespace {
 
 // The old secrets of a claimed job, space-separated (NULL: none), as a list.

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <pqxx/pqxx>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,10 +23,9 @@ namespace bulkhead {
 
 class ClaimStore {
  public:
-  // The names (worker/store/claim_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {"Claim",      "ClaimProbes", "SnoozeChannel",
-                                                     "MarkAsleep", "MarkAwake",   "DisableGone",
-                                                     "HandBack"};
+  // Every statement of claim_store.sql, listed by the build from it (named_queries.cmake); the
+  // constructor prepares them.
+  static const std::span<const std::string_view> kStatements;
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit ClaimStore(pqxx::connection_base& conn);

@@ -7,6 +7,9 @@
 
 namespace bulkhead {
 
+const std::span<const std::string_view> CompletionStore::kStatements =
+    sql::completion_store::kStatements;
+
 CompletionStore::CompletionStore(pqxx::connection_base& conn) : conn_(conn) {
   PrepareQueries(conn_, kStatements);
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <pqxx/pqxx>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,8 +21,9 @@ namespace bulkhead {
 
 class CompletionStore {
  public:
-  // The names (worker/store/completion_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {"Record"};
+  // Every statement of completion_store.sql, listed by the build from it (named_queries.cmake); the
+  // constructor prepares them.
+  static const std::span<const std::string_view> kStatements;
 
   // Prepares its statement on `conn`, which must outlive the store.
   explicit CompletionStore(pqxx::connection_base& conn);

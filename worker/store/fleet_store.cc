@@ -8,6 +8,8 @@
 
 namespace bulkhead {
 
+const std::span<const std::string_view> FleetStore::kStatements = sql::fleet_store::kStatements;
+
 FleetStore::FleetStore(pqxx::connection_base& conn) : conn_(conn) {
   PrepareQueries(conn_, kStatements);
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <pqxx/pqxx>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,12 +25,9 @@ namespace bulkhead {
 
 class FleetStore {
  public:
-  // The names (worker/store/fleet_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {
-      "RegisterTiers",  "RegisterNode",    "Heartbeat",      "ReturnStranded",  "RemoveNode",
-      "Lead",           "Depose",          "RescueLost",     "ForgetNodes",     "ForgetSleepers",
-      "PruneFinished",  "PruneOldSecrets", "ParkBehindOpen", "ReconcileParked", "SampleJobs",
-      "SampleBreakers", "SampleLag"};
+  // Every statement of fleet_store.sql, listed by the build from it (named_queries.cmake); the
+  // constructor prepares them.
+  static const std::span<const std::string_view> kStatements;
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit FleetStore(pqxx::connection_base& conn);

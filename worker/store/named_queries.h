@@ -2,8 +2,9 @@
 // (worker/store/named_queries.cmake), and how a store prepares its own.
 //
 // Each store (ClaimStore, CompletionStore, BreakerStore, FleetStore, AdminChannelStore,
-// AdminJobsStore, RoleStore) lists the names of the statements it runs and prepares only those,
-// each under its snake_case name (ClaimProbes → claim_probes, as EXPLAIN EXECUTE names it).
+// AdminJobsStore, RoleStore) prepares every statement of its own .sql file, which the build
+// lists (`sql::<file>::kStatements` in the generated <file>_statements.h), each under its
+// snake_case name (ClaimProbes → claim_probes, as EXPLAIN EXECUTE names it).
 // Fragments are already substituted; the contract and the reasons stay in the .sql file, beside
 // the SQL. Each statement's parameters and columns are declared there too, and the stores call
 // it through the struct generated from them (typed_statements.cmake).

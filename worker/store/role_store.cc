@@ -7,6 +7,8 @@
 
 namespace bulkhead {
 
+const std::span<const std::string_view> RoleStore::kStatements = sql::role_store::kStatements;
+
 RoleStore::RoleStore(pqxx::connection_base& conn) : conn_(conn) {
   PrepareQueries(conn_, kStatements);
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <pqxx/pqxx>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,8 +29,9 @@ class RoleStore {
   // The parts a role can be granted, as `--as` spells them.
   static constexpr std::string_view kParts[] = {"app", "node", "console"};
 
-  // The names (worker/store/role_store.sql) of the statements it prepares.
-  static constexpr std::string_view kStatements[] = {"GrantRole", "RolePrivileges"};
+  // Every statement of role_store.sql, listed by the build from it (named_queries.cmake); the
+  // constructor prepares them.
+  static const std::span<const std::string_view> kStatements;
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit RoleStore(pqxx::connection_base& conn);
