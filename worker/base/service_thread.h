@@ -20,7 +20,7 @@
 // - HttpSender: start, stop and wake only. Its thread waits in epoll_wait, so its wake-up is an
 //   eventfd (Options::wake), and its loop is libcurl's.
 // The quarantine of a poison item is not a thread's concern, and needs the store and the
-// metrics: engine/poison_quarantine.h, shared by CompletionWriter and BreakerKeeper.
+// metrics: engine/record/poison_quarantine.h, shared by CompletionWriter and BreakerKeeper.
 //
 // Threads:
 // - Start(): once, by the owner, last in its constructor (the thread may use every member).
