@@ -295,6 +295,12 @@ try {
   await pageReady(viewer, 'deliveries');
   check(await count(viewer, '#cancel-matching') === 0, 'the viewer sees "Cancel matching"');
   noProblems();
+
+  log('the viewer logs out too');
+  await Promise.all([viewer.waitForNavigation(), viewer.click('#logout')]);
+  const viewerAfter = await viewer.evaluate(async () => (await fetch('/api/session')).status).catch(() => 0);
+  check(viewerAfter === 401, `GET /api/session after the viewer logged out answered ${viewerAfter}`);
+  noProblems();
   await viewerContext.close();
 
   console.log(`console_browser_test: PASS (screenshots in ${shots})`);

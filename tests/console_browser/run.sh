@@ -67,7 +67,7 @@ psql_db() { psql -X -q -v ON_ERROR_STOP=1 "$conn" "$@"; }
 # 3 more are parked), "billing" with 6 available deliveries (paused by the test), "globex" with
 # completed and discarded ones (the viewer looks at them), "legacy" disabled after a 410; one
 # node. The breaker goes closed → open → half_open → open, so its history has rows.
-psql_db <<'SQL' || die "seeding the database failed"
+psql_db >/dev/null <<'SQL' || die "seeding the database failed"
 INSERT INTO bulkhead.tenants (name, tier) VALUES ('acme', 'default'), ('globex', 'bulk');
 INSERT INTO bulkhead.channels (tenant_id, url)
 SELECT t.id, u.url FROM (VALUES ('acme', 'https://hooks.acme.example/orders'),
