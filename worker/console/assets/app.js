@@ -384,11 +384,13 @@ async function deliveriesPage(match, seq) {
 }
 
 // Replay or cancel everything a filter matches: count first, confirm with the count, then act.
+// The count is asked with the action's own filter (action=replay|cancel, the body's fields), so
+// the number confirmed is what the action takes.
 async function bulkAction(kind, f, body) {
   showError('');
   let n;
   try {
-    n = await api('GET', '/api/deliveries/count' + query(f));
+    n = await api('GET', '/api/deliveries/count' + query(Object.assign({ action: kind }, body)));
   } catch (e) {
     showError(e.message);
     return;
