@@ -4,6 +4,7 @@
 //   BREAKER_CHANNEL  a channel with an open breaker and DISCARDED_COUNT discarded deliveries
 //   PAUSE_CHANNEL    a running channel with available deliveries
 //   VIEWER_CHANNEL   a channel with discarded deliveries, for the viewer's look
+//   GONE_CHANNEL     a channel disabled (and paused) after a 410
 //   SCREENSHOT_DIR   where one screenshot of each page goes
 //   CHROMIUM         the browser
 // Every wait has a timeout, and the whole test gives up after 120 s.
@@ -27,6 +28,7 @@ const viewerToken = env('CONSOLE_VIEWER_TOKEN');
 const breakerChannel = env('BREAKER_CHANNEL');
 const pauseChannel = env('PAUSE_CHANNEL');
 const viewerChannel = env('VIEWER_CHANNEL');
+const goneChannel = env('GONE_CHANNEL');
 const discardedCount = Number(env('DISCARDED_COUNT'));
 const shots = env('SCREENSHOT_DIR');
 mkdirSync(shots, { recursive: true });
@@ -258,6 +260,13 @@ try {
   await page.waitForSelector('#action-resume');
   check((await text(page, '[data-test="count-parked"] .value')) === '6', 'the paused channel has not 6 parked');
   noProblems();
+
+  log('a channel disabled after a 410 says gone and offers enable and resume');
+  await page.goto(`${base}/channels/${goneChannel}`);
+  await pageReady(page, 'channel');
+  check((await text(page, '[data-test="gone"]')).startsWith('yes'), 'the 410 channel is not shown gone');
+  check(await count(page, '#action-enable') === 1 && await count(page, '#action-resume') === 1,
+    'the 410 channel offers no enable or resume button');
 
   log('the audit log');
   await go(page, 'nav a[data-nav="actions"]', 'actions');

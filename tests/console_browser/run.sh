@@ -74,8 +74,8 @@ SELECT t.id, u.url FROM (VALUES ('acme', 'https://hooks.acme.example/orders'),
                                 ('acme', 'https://hooks.acme.example/billing'),
                                 ('globex', 'https://globex.example/webhook'))
                          AS u(tenant, url) JOIN bulkhead.tenants t ON t.name = u.tenant;
-INSERT INTO bulkhead.channels (tenant_id, url, enabled, disabled_reason)
-SELECT id, 'https://globex.example/legacy', false, '410 Gone: the endpoint asked to stop'
+INSERT INTO bulkhead.channels (tenant_id, url, enabled, paused, disabled_reason)
+SELECT id, 'https://globex.example/legacy', false, true, 'the endpoint answered 410 Gone'
   FROM bulkhead.tenants WHERE name = 'globex';
 INSERT INTO bulkhead.nodes (name, host, pid, version, tiers, lease_until)
 VALUES ('node-a', 'worker-1', 4242, 'test', '{default,bulk}', now() + interval '1 hour');
@@ -132,6 +132,7 @@ channel_id() { psql_db -Atc "SELECT id FROM bulkhead.channels WHERE url LIKE '%$
 breaker_channel=$(channel_id /orders)
 pause_channel=$(channel_id /billing)
 viewer_channel=$(channel_id /webhook)
+gone_channel=$(channel_id /legacy)
 
 # Tokens: 32 hex characters each, in files of their own.
 head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/admin.token"
@@ -162,6 +163,7 @@ CONSOLE_URL=$url \
 CONSOLE_ADMIN_TOKEN=$(cat "$work/admin.token") \
 CONSOLE_VIEWER_TOKEN=$(cat "$work/viewer.token") \
 BREAKER_CHANNEL=$breaker_channel PAUSE_CHANNEL=$pause_channel VIEWER_CHANNEL=$viewer_channel \
+GONE_CHANNEL=$gone_channel \
 DISCARDED_COUNT=5 SCREENSHOT_DIR=$screenshots CHROMIUM=$chromium \
   timeout --kill-after=5 150 node "$here/console_browser_test.mjs" || status=$?
 

@@ -77,6 +77,13 @@ function seconds(s) {
   return (s / 3600).toFixed(1) + ' h';
 }
 
+// When an open breaker lets its probe go (the API says 0 for a closed one).
+function probeIn(b) {
+  if (!b.state || b.state === 'closed' || b.probe_in_s == null) return '—';
+  if (b.probe_in_s <= 0) return b.state === 'open' ? 'due now' : 'probe overdue';
+  return 'in ' + seconds(b.probe_in_s);
+}
+
 const rate = (v) => (v === undefined || v === null ? '—' : Number(v).toFixed(1));
 const percent = (v) => (v === undefined || v === null ? '—' : (v * 100).toFixed(2) + ' %');
 const capped = (n, isCapped) => (isCapped ? n + '+' : String(n));
@@ -185,7 +192,7 @@ async function overviewPage(match, seq) {
       el('td', {}, b.tier), el('td', {}, badge(b.state), b.paused ? [' ', badge('paused')] : ''),
       el('td', { title: when(b.since) }, seconds(b.since_s) + ' ago'), num(b.trips),
       el('td', { class: 'error-text' }, b.reason || ''),
-      num(b.probe_in_s == null ? '—' : seconds(b.probe_in_s)), num(b.parked)),
+      num(probeIn(b)), num(b.parked)),
   'Every breaker is closed.');
   const window_s = o.tiers.length ? o.tiers[0].window_s : 0;
   setMain(
@@ -301,7 +308,7 @@ async function channelPage(match, seq) {
     fields([
       ['State', badge(b.state || 'closed'), 'breaker-state'], ['Since', when(b.since)],
       ['Trips', String(b.trips ?? 0)], ['Reason', b.reason || ''],
-      ['Next probe in', b.probe_in_s == null ? '' : seconds(b.probe_in_s)],
+      ['Next probe', probeIn(b)],
       ['Probe job', b.probe_job ? link('/deliveries/' + b.probe_job, '#' + b.probe_job) : ''],
     ]),
     el('h3', {}, 'History'), history,
@@ -448,7 +455,9 @@ async function deliveryPage(match, seq) {
       ['Channel', link('/channels/' + d.channel, '#' + d.channel)],
       ['Priority', String(d.priority)], ['Attempt', d.attempt + ' of ' + d.max_attempts],
       ['Created', when(d.created_at)], ['Scheduled', when(d.scheduled_at)],
-      ['Finished', when(d.finished_at)], ['Payload size', d.payload_bytes + ' bytes', 'payload-bytes'],
+      ['Finished', when(d.finished_at)], ['Last tried by', d.attempted_by || ''],
+      ['Idempotency key', d.idempotency_key || ''],
+      ['Payload size', d.payload_bytes + ' bytes', 'payload-bytes'],
       ['Last error', d.last_error || ''],
     ]),
     actions, payloadBox,
