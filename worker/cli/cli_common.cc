@@ -176,8 +176,7 @@ std::variant<Words, int> Parse(std::string_view command, std::span<const std::st
   return words;
 }
 
-int WithConnection(std::string_view command, const Words& words,
-                   const std::function<int(pqxx::connection_base&)>& act) {
+std::variant<std::string, int> DatabaseOf(std::string_view command, const Words& words) {
   std::optional<std::string> from_config;
   if (words.config && !words.database) {
     auto loaded = LoadConfig(*words.config);
@@ -188,8 +187,15 @@ int WithConnection(std::string_view command, const Words& words,
     const std::string& database = std::get<Config>(loaded).node.database;
     if (!database.empty()) from_config = database;
   }
+  return ResolveDatabase(words.database, from_config);
+}
+
+int WithConnection(std::string_view command, const Words& words,
+                   const std::function<int(pqxx::connection_base&)>& act) {
+  auto database = DatabaseOf(command, words);
+  if (const int* exit_code = std::get_if<int>(&database)) return *exit_code;
   try {
-    pqxx::connection conn(ResolveDatabase(words.database, from_config));
+    pqxx::connection conn(std::get<std::string>(database));
     return act(conn);
   } catch (const std::exception& e) {
     // libpq's messages span lines; the first has the reason.

@@ -112,6 +112,11 @@ std::optional<int> ParseLimit(std::string_view command, const Words& words, std:
 std::variant<Words, int> Parse(std::string_view command, std::span<const std::string_view> args,
                                const Grammar& grammar, const std::function<void()>& print_help);
 
+// The connection string of the database `words` name (see the top of this file), or the exit
+// code to return at once (kExitUsage, after "<command>: <file>: <key>: <reason>" for a config
+// file that does not load).
+std::variant<std::string, int> DatabaseOf(std::string_view command, const Words& words);
+
 // Connects to the database `words` name (see the top of this file), hands `act` that
 // connection, and returns what `act` returns. A config file that does not load is
 // "<command>: <file>: <key>: <reason>" and kExitUsage. Any exception (a refused connection, a

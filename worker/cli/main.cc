@@ -13,6 +13,7 @@
 
 #include "breaker_command.h"
 #include "channel_command.h"
+#include "console_command.h"
 #include "exit_codes.h"
 #include "grant_command.h"
 #include "jobs_command.h"
@@ -47,6 +48,10 @@ const std::vector<Command>& Commands() {
       {"status",
        {{"status [--json]", "queues (depth by state, lag, in flight), breakers, nodes"}},
        bulkhead::RunStatusCommand},
+      {"console",
+       {{"console --listen HOST:PORT --token-file FILE …",
+         "serve the operator console (pages and a JSON API)"}},
+       bulkhead::RunConsoleCommand},
       {"jobs",
        {{"jobs [--channel ID] [--tenant ID] [--state S] [--limit N]",
          "list jobs, newest first, without their payloads"}},
