@@ -187,6 +187,20 @@ try {
   await shot(page, 'overview');
   noProblems();
 
+  log('the channels list and its search');
+  await go(page, 'nav a[data-nav="channels"]', 'channels');
+  check(await count(page, '[data-test="channel-row"]') >= 4, 'the channels list has under 4 rows');
+  await shot(page, 'channels');
+  await page.type('#channel-search', 'BILLING');
+  await page.click('#channel-filter button[type="submit"]');
+  await page.waitForFunction(() => location.search.includes('q=BILLING'));
+  await pageReady(page, 'channels');
+  const found = await page.$$eval('[data-test="channel-row"]', (rows) => rows.map((r) => r.dataset.channel));
+  check(found.length === 1 && found[0] === pauseChannel, `searching BILLING found channels ${found}`);
+
+  await go(page, 'nav a[data-nav="overview"]', 'overview');
+  await page.waitForSelector(breakerRow);
+
   log('the open breaker links to its channel');
   // Clicked inside the page, in one turn: a real click could fall between two refreshes.
   await page.$eval(`${breakerRow} a`, (a) => a.click());
@@ -205,17 +219,6 @@ try {
   check(reset.seen, 'no confirm dialog before the reset');
   await pageReady(page, 'channel');
   noProblems();
-
-  log('the channels list and its search');
-  await go(page, 'nav a[data-nav="channels"]', 'channels');
-  check(await count(page, '[data-test="channel-row"]') >= 4, 'the channels list has under 4 rows');
-  await shot(page, 'channels');
-  await page.type('#channel-search', 'BILLING');
-  await page.click('#channel-filter button[type="submit"]');
-  await page.waitForFunction(() => location.search.includes('q=BILLING'));
-  await pageReady(page, 'channels');
-  const found = await page.$$eval('[data-test="channel-row"]', (rows) => rows.map((r) => r.dataset.channel));
-  check(found.length === 1 && found[0] === pauseChannel, `searching BILLING found channels ${found}`);
 
   log('deliveries: filter the discarded ones of the breaker channel');
   await go(page, 'nav a[data-nav="deliveries"]', 'deliveries');
