@@ -402,6 +402,10 @@ async function bulkAction(kind, f, body) {
     showError(e.message);
     return;
   }
+  if (n.count === 0) {
+    showNotice('No delivery matches: there is nothing to ' + kind + '.');
+    return;
+  }
   const count = capped(n.count, n.capped);
   const question = kind === 'replay'
     ? 'Replay ' + count + ' deliveries?' : 'Cancel ' + count + ' waiting deliveries?';
