@@ -90,6 +90,7 @@ SELECT bulkhead.enqueue(c.id, jsonb_build_object('event', i))
 -- Discard the orders and two of globex's: eight attempts, the last a timeout.
 UPDATE bulkhead.jobs j
    SET state = 'discarded', attempt = 8, attempted_at = now() - interval '2 min',
+       created_at = now() - interval '2 hours', scheduled_at = now() - interval '2 hours',
        attempted_by = 'node-a', finished_at = now() - interval '1 min',
        last_error = 'timeout after 10 s',
        attempts = (SELECT jsonb_agg(CASE WHEN i < 8
@@ -104,6 +105,7 @@ UPDATE bulkhead.jobs j
    AND (c.url LIKE '%/orders' OR (c.url LIKE '%/webhook' AND j.id % 2 = 0));
 UPDATE bulkhead.jobs j
    SET state = 'completed', attempt = 1, attempted_at = now() - interval '3 min',
+       created_at = now() - interval '4 min', scheduled_at = now() - interval '4 min',
        attempted_by = 'node-a', finished_at = now() - interval '3 min',
        attempts = jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now() - interval '3 min',
                                     'node', 'node-a', 'duration_ms', 42.0, 'status', 200))

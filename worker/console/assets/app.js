@@ -64,10 +64,11 @@ function fields(pairs) {
     [el('dt', {}, k), el('dd', { 'data-test': test }, v === '' || v == null ? '—' : v)]));
 }
 
-// "2026-01-02T03:04:05.123Z" → "2026-01-02 03:04:05Z": the API's times stay UTC on screen.
+// "2026-01-02T03:04:05.123Z" → "2026-01-02 03:04:05Z": the API's times stay UTC on screen. An
+// attempt log's times are PostgreSQL's ("…+00:00"), and read the same.
 function when(iso) {
   if (!iso) return '—';
-  return String(iso).replace('T', ' ').replace(/\.\d+/, '');
+  return String(iso).replace('T', ' ').replace(/\.\d+/, '').replace(/\+00(:?00)?$/, 'Z');
 }
 
 function seconds(s) {
