@@ -49,8 +49,8 @@ class ConsoleServer {
   static constexpr size_t kBodyLimit = 16 * 1024;
 
   struct Options {
-    std::string listen;              // host:port, IPv6 in brackets
-    std::string tls_cert, tls_key;   // PEM files; both empty: plain HTTP
+    std::string listen{};             // host:port, IPv6 in brackets
+    std::string tls_cert{}, tls_key{};  // PEM files; both empty: plain HTTP
     int threads = 2;
   };
   using Handler = std::function<Response(const Request&)>;

@@ -7,7 +7,7 @@
 
 namespace bulkhead::console {
 
-RateSampler::RateSampler(ConsolePool& pool) : pool_(pool) {
+RateSampler::RateSampler(ConsolePool& pool, Options options) : pool_(pool), options_(options) {
   thread_.Start([this] { Loop(); });
 }
 
@@ -27,9 +27,9 @@ void RateSampler::Loop() {
     lock.lock();
     if (counted) {
       thread_.Succeeded();
-      thread_.SleepFor(lock, kEvery);
+      thread_.SleepFor(lock, options_.every);
     } else {
-      thread_.SleepFor(lock, std::max<std::chrono::milliseconds>(thread_.Failed(), kEvery));
+      thread_.SleepFor(lock, std::max(thread_.Failed(), options_.every));
     }
   }
 }
@@ -41,7 +41,7 @@ void RateSampler::Count(ConsoleStores& stores) {
     if (!last_end_.empty()) start = last_end_;
   }
   const ConsoleStore::Window window =
-      stores.console.WindowEnd(start, std::chrono::duration<double>(kSettle).count());
+      stores.console.WindowEnd(start, std::chrono::duration<double>(options_.settle).count());
   Sample sample{.span_s = window.span_s, .by_queue = {}};
   if (start) {  // the first count only sets where the windows begin
     for (FinishedCount& count : stores.console.FinishedBetween(*start, window.end)) {

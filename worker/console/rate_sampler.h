@@ -5,7 +5,7 @@
 // A page asks Rates(), which reads only those counts: the overview never counts finished rows
 // itself.
 //
-// The windows are on the database's clock, and each ends kSettle before the time it is taken,
+// The windows are on the database's clock, and each ends Options::settle before the time it is taken,
 // so that a result written just before (its finished_at) but committed just after the count is
 // counted in the next window instead of never.
 //
@@ -33,11 +33,15 @@ struct TierRates {
 
 class RateSampler {
  public:
-  static constexpr auto kEvery = std::chrono::seconds(5);
   static constexpr auto kWindow = std::chrono::minutes(5);
-  static constexpr auto kSettle = std::chrono::seconds(2);
 
-  explicit RateSampler(ConsolePool& pool);
+  struct Options {
+    std::chrono::milliseconds every{5000};   // how often it counts
+    std::chrono::milliseconds settle{2000};  // how far behind the database's now a window ends
+  };
+
+  explicit RateSampler(ConsolePool& pool) : RateSampler(pool, Options{}) {}
+  RateSampler(ConsolePool& pool, Options options);
   ~RateSampler();
 
   // Per tier (queue), over the counts held; a tier with nothing finished is absent.
@@ -50,10 +54,11 @@ class RateSampler {
   };
 
   void Loop();
-  // One count: the window from the last end to now - kSettle.
+  // One count: the window from the last end to now - Options::settle.
   void Count(ConsoleStores& stores);
 
   ConsolePool& pool_;
+  const Options options_;
   mutable std::mutex mu_;
   std::string last_end_;        // guarded by mu_; the database's time the last window ended
   std::deque<Sample> samples_;  // guarded by mu_; newest last, covering at most kWindow

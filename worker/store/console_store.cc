@@ -42,7 +42,11 @@ std::string ConsoleStore::Channels(const std::optional<std::string>& query, int6
 }
 
 std::optional<std::string> ConsoleStore::Channel(int64_t id) {
-  return ReadOne<sql::ChannelDetail>(conn_, "console_channel", id, kCountCap).body;
+  pqxx::read_transaction tx(conn_, "console_channel");
+  std::vector<sql::ChannelDetail::Row> rows = sql::ChannelDetail::Run(tx, {id, kCountCap});
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front().body);
 }
 
 std::string ConsoleStore::Deliveries(const DeliveryFilter& filter, int64_t limit) {
@@ -66,7 +70,11 @@ std::string ConsoleStore::Deliveries(const DeliveryFilter& filter, int64_t limit
 }
 
 std::optional<std::string> ConsoleStore::Delivery(int64_t id) {
-  return ReadOne<sql::Delivery>(conn_, "console_delivery", id).body;
+  pqxx::read_transaction tx(conn_, "console_delivery");
+  std::vector<sql::Delivery::Row> rows = sql::Delivery::Run(tx, {id});
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front().body);
 }
 
 std::optional<std::string> ConsoleStore::Payload(int64_t id) {

@@ -153,10 +153,10 @@ SELECT coalesce(jsonb_agg(jsonb_build_object(
 
 -- name: ChannelDetail
 -- Channel $1 (never its secret): breaker and its history, backlog counted to $2, in flight by
--- node, last errors; NULL when there is no such channel.
+-- node, last errors; no row when there is no such channel.
 -- param $1 channel bigint
 -- param $2 cap bigint
--- column body jsonb?
+-- column body jsonb
 -- Every part reads the channel's own ranges: jobs_channel_available and jobs_parked (counted to
 -- $2 + 1), jobs_executing (the fleet's in-flight rows), breaker_events (its newest 20), and for
 -- the last errors the first 200 waiting jobs that have failed once and its newest discarded
@@ -302,9 +302,9 @@ SELECT jsonb_build_object(
   'exhaustive', (SELECT count(*) FROM walked) < $8) AS body
 
 -- name: Delivery
--- Delivery $1 with its attempt log, never its payload; NULL when there is no such job.
+-- Delivery $1 with its attempt log, never its payload; no row when there is no such job.
 -- param $1 id bigint
--- column body jsonb?
+-- column body jsonb
 SELECT jsonb_build_object(
   'id', j.id, 'queue', j.queue, 'tenant', coalesce(t.name, j.tenant_id::text),
   'tenant_id', j.tenant_id, 'channel', j.channel_id, 'state', j.state, 'priority', j.priority,
