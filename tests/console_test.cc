@@ -198,14 +198,16 @@ TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndLogoutEndsIt) {
   const auto session = json::parse(
       Send({.url = base_ + "/api/session", .headers = {"Cookie: " + cookie}}).body);
   EXPECT_EQ(session["role"], "viewer");
-  // A viewer may not log out by POST either (it is an action): it lets the session lapse or
-  // logs in again. The admin's session is ended by POST /logout.
-  const auto [admin_cookie, csrf] = LogIn(kAdmin);
-  EXPECT_EQ(Send({.method = "POST",
-                  .url = base_ + "/logout",
-                  .headers = {"Cookie: " + admin_cookie, "X-CSRF-Token: " + csrf}})
+  // Logging out (an action like any other POST: it needs the CSRF token) ends the session.
+  const auto [admin_cookie, csrf] = LogIn(kViewer);
+  EXPECT_EQ(Send({.method = "POST", .url = base_ + "/logout", .headers = {"Cookie: " + admin_cookie}})
                 .status,
-            200);
+            403);
+  HttpReply logout = Send({.method = "POST",
+                           .url = base_ + "/logout",
+                           .headers = {"Cookie: " + admin_cookie, "X-CSRF-Token: " + csrf}});
+  EXPECT_EQ(logout.status, 200);
+  EXPECT_NE(logout.Header("set-cookie").find("Max-Age=0"), std::string::npos);
   EXPECT_EQ(Send({.url = base_ + "/api/session", .headers = {"Cookie: " + admin_cookie}}).status,
             401);
 }

@@ -18,6 +18,7 @@
 #include "breaker_store.h"
 #include "claim_store.h"
 #include "completion_store.h"
+#include "console_store.h"
 #include "database_test.h"
 #include "fleet_store.h"
 #include "role_store.h"
@@ -51,6 +52,7 @@ TEST_F(NamedQueriesTest, EveryStoreStartsAndPostgresAcceptsEachOfItsStatements) 
   PrepareEveryStatement<AdminChannelStore>("AdminChannelStore");
   PrepareEveryStatement<AdminJobsStore>("AdminJobsStore");
   PrepareEveryStatement<RoleStore>("RoleStore");
+  PrepareEveryStatement<ConsoleStore>("ConsoleStore");
 }
 
 TEST_F(NamedQueriesTest, EveryEmbeddedStatementBelongsToExactlyOneStore) {
@@ -62,7 +64,8 @@ TEST_F(NamedQueriesTest, EveryEmbeddedStatementBelongsToExactlyOneStore) {
         std::span<const std::string_view>(FleetStore::kStatements),
         std::span<const std::string_view>(AdminChannelStore::kStatements),
         std::span<const std::string_view>(AdminJobsStore::kStatements),
-        std::span<const std::string_view>(RoleStore::kStatements)}) {
+        std::span<const std::string_view>(RoleStore::kStatements),
+        std::span<const std::string_view>(ConsoleStore::kStatements)}) {
     for (std::string_view name : names) ++owners[std::string(name)];
   }
   for (const NamedQuery& query : EmbeddedQueries()) {

@@ -128,6 +128,8 @@ const std::vector<Violation> kViolations = {
     {"EmptyIdempotencyKey", "jobs_idempotency_key_length", JobRow("idempotency_key", "''")},
     {"IdempotencyKeyOf256Characters", "jobs_idempotency_key_length",
      JobRow("idempotency_key", "repeat('k', 256)")},
+    {"ConsoleActionOfAnUnknownKind", "console_actions_action_known",
+     "INSERT INTO bulkhead.console_actions (who, action, target) VALUES ('admin:x', 'drop', 'x')"},
 };
 
 // A database with one tenant and one channel, for the rows that refer to them.

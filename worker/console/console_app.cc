@@ -95,22 +95,20 @@ Response ConsoleApp::Handle(const Request& request) {
     }
     return LoginPage(401, "");
   }
-  if (!get) {
-    if (caller->role != Role::kAdmin) {
-      return Json(403, {{"error", "the viewer token may only read"}});
-    }
-    if (caller->session &&
-        !PassesCsrf(*caller->session, request.Header("x-csrf-token").value_or(""),
-                    request.Header("origin"), request.Header("host").value_or(""), request.tls)) {
-      return Json(403, {{"error", "the CSRF check failed: reload the page"}});
-    }
+  if (!get && caller->session &&
+      !PassesCsrf(*caller->session, request.Header("x-csrf-token").value_or(""),
+                  request.Header("origin"), request.Header("host").value_or(""), request.tls)) {
+    return Json(403, {{"error", "the CSRF check failed: reload the page"}});
   }
-  if (request.path == "/logout") {
+  if (request.path == "/logout") {  // any role may end its own session
     if (request.method != "POST") {
       return {405, "application/json; charset=utf-8", "{\"error\": \"POST\"}\n",
               {{"Allow", "POST"}}};
     }
     return Logout(request);
+  }
+  if (!get && caller->role != Role::kAdmin) {
+    return Json(403, {{"error", "the viewer token may only read"}});
   }
   if (request.path.rfind("/api/", 0) == 0) return Api(request, *caller);
   if (!get) return Json(405, {{"error", "pages are read with GET"}});

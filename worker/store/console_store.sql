@@ -12,7 +12,7 @@
 -- name: Overview
 -- The overview page: per tier its depth by state and lag; nodes, their leases and the leader;
 -- the channels that do not flow.
--- param $1 cap bigint: counts stop one past this
+-- param $1 cap integer: counts stop one past this
 -- column body jsonb
 -- Per tier, each count reads one range of a partial index of unfinished rows, at most $1 + 1
 -- entries: due and later available jobs per priority in jobs_claim, executing jobs in
@@ -110,7 +110,7 @@ SELECT jsonb_build_object(
 -- param $1 query text?: NULL, every channel
 -- param $2 after bigint
 -- param $3 limit bigint
--- param $4 cap bigint
+-- param $4 cap integer
 -- column body jsonb
 -- A query of digits matches a channel's or its tenant's id; any query matches the tenant's name
 -- or the URL as a case-insensitive substring (strpos: no pattern characters to escape). The
@@ -155,7 +155,7 @@ SELECT coalesce(jsonb_agg(jsonb_build_object(
 -- Channel $1 (never its secret): breaker and its history, backlog counted to $2, in flight by
 -- node, last errors; no row when there is no such channel.
 -- param $1 channel bigint
--- param $2 cap bigint
+-- param $2 cap integer
 -- column body jsonb
 -- Every part reads the channel's own ranges: jobs_channel_available and jobs_parked (counted to
 -- $2 + 1), jobs_executing (the fleet's in-flight rows), breaker_events (its newest 20), and for
@@ -332,7 +332,7 @@ SELECT payload FROM bulkhead.jobs WHERE id = $1
 -- param $2 tenant bigint?
 -- param $3 since timestamp with time zone?
 -- param $4 until timestamp with time zone?
--- param $5 cap bigint
+-- param $5 cap integer
 -- column jobs bigint
 -- What a replay with that filter would take (AdminJobsStore's Replay): jobs_discarded, from
 -- the channel or from each of the tenant's channels.
@@ -350,7 +350,7 @@ SELECT count(*) AS jobs FROM (
 -- Waiting deliveries (available or parked) of channel $1 and/or tenant $2, counted to $3 + 1.
 -- param $1 channel bigint?
 -- param $2 tenant bigint?
--- param $3 cap bigint
+-- param $3 cap integer
 -- column jobs bigint
 -- What a cancel with that filter would take (AdminJobsStore's Cancel).
 SELECT count(*) AS jobs FROM (

@@ -562,9 +562,6 @@ async function start() {
     return;
   }
   document.getElementById('role').textContent = session.role;
-  // A viewer's POST /logout is an action, and a viewer may take none (403): its session lapses
-  // after 8 h idle or is replaced by logging in again. No button that would only pretend.
-  document.getElementById('logout').classList.toggle('hidden', !isAdmin());
   document.body.dataset.role = session.role;
   await render();
 }
