@@ -25,7 +25,11 @@ PACKAGES=(
   pgbouncer  # the pooler a node is tested behind (tests/database_connection_test.cc)
   prometheus  # promtool for the alert rules' tests, and the server observability_test scrapes with
   clang libclang-rt-14-dev  # libFuzzer: the fuzz targets of tests/fuzz/
+  chromium nodejs  # the console's browser test (tests/console_browser/: puppeteer-core)
 )
+# npm comes with Debian's nodejs as a package of its own, and inside NodeSource's nodejs; ask
+# for Debian's only where no npm is installed, so a NodeSource Node.js is left as it is.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 builds=(release)
 install_only=false

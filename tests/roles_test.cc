@@ -14,6 +14,8 @@
 
 #include "claim_store.h"
 #include "cli.h"
+#include "console_pool.h"
+#include "console_store.h"
 #include "http_receiver.h"
 #include "migrations.h"
 #include "migrator.h"
@@ -314,6 +316,50 @@ TEST_F(RolesTest, TheConsoleRoleRunsTheOperatorsVerbsAndCannotReadASecret) {
     EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("whsec_"), std::string::npos);
   }
+}
+
+// What `bulkhead console` runs (ConsoleStore and the admin stores it acts through), on a role
+// granted the console part: every read, an action and its audit row, with the breaker history
+// the node role's transitions wrote through the trigger.
+TEST_F(RolesTest, TheConsoleRoleServesTheConsoleAndWritesItsAuditLog) {
+  const std::string role = Grant("console");
+  const int64_t tenant = Tenant("acme");
+  const int64_t ch = testing::CreateChannel(db(), tenant);
+  Enqueue(ch, 3);
+  Exec("UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'x', "
+       "breaker_probe_at = now() WHERE id = " + std::to_string(ch));
+
+  pqxx::connection conn(As(role));
+  console::ConsoleStores stores(std::make_unique<pqxx::connection>(As(role)));
+  EXPECT_NE(stores.console.Overview().find("\"breakers\""), std::string::npos);
+  EXPECT_NE(stores.console.Channels(std::nullopt, 0, 10).find("acme"), std::string::npos);
+  ASSERT_TRUE(stores.console.Channel(ch));
+  EXPECT_NE(stores.console.Channel(ch)->find("\"to\": \"open\""), std::string::npos);
+  EXPECT_NE(stores.console.Deliveries({}, 10).find("\"deliveries\""), std::string::npos);
+  EXPECT_EQ(stores.console.CountCancel({.state = {}, .channel = ch, .tenant = {}, .since = {},
+                                        .until = {}}),
+            3);
+  EXPECT_TRUE(stores.channels.PauseChannel(ch));
+  EXPECT_GT(stores.console.RecordAction("admin:test", "pause", "channel 1", "{}", 3), 0);
+  EXPECT_NE(stores.console.Actions(5).find("admin:test"), std::string::npos);
+  EXPECT_EQ(ExpectSqlFailure(conn, "DELETE FROM bulkhead.console_actions").sqlstate, "42501");
+  EXPECT_EQ(ExpectSqlFailure(conn, "INSERT INTO bulkhead.breaker_events (channel_id, from_state, "
+                                   "to_state) VALUES (1, 'open', 'closed')")
+                .sqlstate,
+            "42501");
+}
+
+TEST_F(RolesTest, AConsoleRoleGrantedBeforeMigration0012ReadsTheHistoryAndWritesTheLogAfterIt) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Down(EmbeddedMigrations().back().version - 11).ok());  // to before 0012
+  MakeRole("bk_old_console");
+  Exec("SELECT bulkhead.grant_role('bk_old_console', 'console')");
+  ASSERT_TRUE(migrator.Up().ok());
+
+  pqxx::connection console(As("bk_old_console"));
+  ConsoleStore store(console);
+  EXPECT_GT(store.RecordAction("admin:old", "reset", "channel 1", "{}", 0), 0);
+  EXPECT_EQ(QueryValue<int64_t>(console, "SELECT count(*) FROM bulkhead.breaker_events"), 0);
 }
 
 // ---- The verb -------------------------------------------------------------------------------

@@ -13,6 +13,8 @@
 #   CONSOLE_SCREENSHOTS  a folder relative to the repository (docs/console) to write them into
 #                        instead, for the docs
 #   CHROMIUM             the browser (default /usr/bin/chromium; apt-get install -y chromium)
+#   BULKHEAD_BIN         the bulkhead binary (default build/bin/bulkhead; ctest passes the
+#                        binary of the build it runs in: release, asan or tsan)
 #   KEEP_WORK=1          keep the work folder (database, console log) after the run
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +24,7 @@ cd "$repo"
 say() { echo "console_browser: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-bin=$repo/build/bin/bulkhead
+bin=${BULKHEAD_BIN:-$repo/build/bin/bulkhead}  # ctest gives each build's own
 chromium=${CHROMIUM:-/usr/bin/chromium}
 [ -x "$bin" ] || die "$bin is missing; build it first (./setup.sh)"
 [ -x "$chromium" ] || die "$chromium is missing; install it with: apt-get install -y chromium"

@@ -163,8 +163,10 @@ SELECT coalesce(jsonb_agg(jsonb_build_object(
 -- ones (jobs_discarded). A 410 Gone leaves its mark in disabled_reason (DisableGone); a 429's
 -- Retry-After moves every waiting job of the channel to later (SnoozeChannel), so the channel
 -- is held until its earliest available job is due.
-WITH ch AS (
-  SELECT ch.*, t.name AS tenant, t.tier
+WITH ch AS (  -- every column it shows, by name: the console's role may not read the secret
+  SELECT ch.id, ch.tenant_id, ch.url, ch.created_at, ch.enabled, ch.paused, ch.disabled_reason,
+         ch.breaker_state, ch.breaker_reason, ch.breaker_trips, ch.breaker_changed_at,
+         ch.breaker_probe_at, ch.breaker_probe_job, t.name AS tenant, t.tier
     FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
    WHERE ch.id = $1
 ), backlog AS (
