@@ -3,12 +3,11 @@
 // the actions with their audit log, the breaker history, the rates, TLS, and the verb's checks.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "console_app.h"
@@ -84,17 +83,19 @@ class ConsoleTest : public DeliveryTest {
   // Discards `n` deliveries of `channel`, each with a two-attempt log.
   std::vector<int64_t> Discard(int64_t channel, int n) {
     std::vector<int64_t> ids = EnqueueMany(channel, n);
-    Exec("UPDATE bulkhead.jobs SET state = 'discarded', finished_at = now(), attempt = 2, "
-         "last_error = 'HTTP 503', attempted_by = 'n1', attempted_at = now(), attempts = "
-         "'[{\"attempt\": 1, \"node\": \"n1\", \"status\": 503, \"duration_ms\": 12.5}, "
-         "{\"attempt\": 2, \"node\": \"n1\", \"error\": \"timeout\", \"duration_ms\": 200}]' "
-         "WHERE channel_id = " + std::to_string(channel));
+    Exec(
+        "UPDATE bulkhead.jobs SET state = 'discarded', finished_at = now(), attempt = 2, "
+        "last_error = 'HTTP 503', attempted_by = 'n1', attempted_at = now(), attempts = "
+        "'[{\"attempt\": 1, \"node\": \"n1\", \"status\": 503, \"duration_ms\": 12.5}, "
+        "{\"attempt\": 2, \"node\": \"n1\", \"error\": \"timeout\", \"duration_ms\": 200}]' "
+        "WHERE channel_id = " +
+        std::to_string(channel));
     return ids;
   }
 
   bool Paused(int64_t channel) {
-    return QueryValue<bool>(db(), "SELECT paused FROM bulkhead.channels WHERE id = " +
-                                      std::to_string(channel));
+    return QueryValue<bool>(
+        db(), "SELECT paused FROM bulkhead.channels WHERE id = " + std::to_string(channel));
   }
 
   int64_t tenant_ = 0, channel_ = 0, other_ = 0;
@@ -184,8 +185,8 @@ TEST_F(ConsoleTest, ACrossSitePostIsRefused) {
 }
 
 TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndLogoutEndsIt) {
-  HttpReply login = Send({.method = "POST", .url = base_ + "/login", .body = "token=" +
-                                                                          std::string(kViewer)});
+  HttpReply login =
+      Send({.method = "POST", .url = base_ + "/login", .body = "token=" + std::string(kViewer)});
   ASSERT_EQ(login.status, 303);
   EXPECT_EQ(login.Header("location"), "/");
   const std::string set_cookie = login.Header("set-cookie");
@@ -195,14 +196,15 @@ TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndLogoutEndsIt) {
   EXPECT_EQ(cookie.size(), std::string("bulkhead_session=").size() + 64);
   HttpReply page = Send({.url = base_ + "/channels", .headers = {"Cookie: " + cookie}});
   EXPECT_EQ(page.status, 200);
-  const auto session = json::parse(
-      Send({.url = base_ + "/api/session", .headers = {"Cookie: " + cookie}}).body);
+  const auto session =
+      json::parse(Send({.url = base_ + "/api/session", .headers = {"Cookie: " + cookie}}).body);
   EXPECT_EQ(session["role"], "viewer");
   // Logging out (an action like any other POST: it needs the CSRF token) ends the session.
   const auto [admin_cookie, csrf] = LogIn(kViewer);
-  EXPECT_EQ(Send({.method = "POST", .url = base_ + "/logout", .headers = {"Cookie: " + admin_cookie}})
-                .status,
-            403);
+  EXPECT_EQ(
+      Send({.method = "POST", .url = base_ + "/logout", .headers = {"Cookie: " + admin_cookie}})
+          .status,
+      403);
   HttpReply logout = Send({.method = "POST",
                            .url = base_ + "/logout",
                            .headers = {"Cookie: " + admin_cookie, "X-CSRF-Token: " + csrf}});
@@ -213,15 +215,17 @@ TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndLogoutEndsIt) {
 }
 
 TEST_F(ConsoleTest, EveryAnswerCarriesTheSecurityHeaders) {
-  for (const auto& [path, token] : std::vector<std::pair<std::string, std::string>>{
-           {"/", kAdmin}, {"/api/channels", kAdmin}, {"/api/channels", ""}, {"/nope", kAdmin},
-           {"/login", ""}}) {
+  for (const auto& [path, token] :
+       std::vector<std::pair<std::string, std::string>>{{"/", kAdmin},
+                                                        {"/api/channels", kAdmin},
+                                                        {"/api/channels", ""},
+                                                        {"/nope", kAdmin},
+                                                        {"/login", ""}}) {
     HttpReply reply = Call("GET", path, token);
     EXPECT_NE(reply.Header("content-security-policy").find("frame-ancestors 'none'"),
               std::string::npos)
         << path;
-    EXPECT_NE(reply.Header("content-security-policy").find("script-src 'self'"),
-              std::string::npos);
+    EXPECT_NE(reply.Header("content-security-policy").find("script-src 'self'"), std::string::npos);
     EXPECT_EQ(reply.Header("x-frame-options"), "DENY") << path;
     EXPECT_EQ(reply.Header("x-content-type-options"), "nosniff") << path;
     EXPECT_EQ(reply.Header("cache-control"), "no-store") << path;
@@ -233,10 +237,10 @@ TEST_F(ConsoleTest, SecretsAndPayloadsNeverAppearInAnswers) {
   Discard(other_, 1);
   const std::string c = std::to_string(channel_);
   const int64_t job = QueryValue<int64_t>(db(), "SELECT min(id) FROM bulkhead.jobs");
-  for (const std::string& path : std::vector<std::string>{
-           "/api/channels", "/api/channels/" + c, "/api/overview", "/api/deliveries",
-           "/api/deliveries?channel=" + c, "/api/deliveries/" + std::to_string(job),
-           "/api/actions"}) {
+  for (const std::string& path :
+       std::vector<std::string>{"/api/channels", "/api/channels/" + c, "/api/overview",
+                                "/api/deliveries", "/api/deliveries?channel=" + c,
+                                "/api/deliveries/" + std::to_string(job), "/api/actions"}) {
     HttpReply reply = Call("GET", path, kAdmin);
     EXPECT_EQ(reply.status, 200) << path;
     EXPECT_EQ(reply.body.find("whsec_"), std::string::npos) << path;
@@ -258,8 +262,7 @@ TEST_F(ConsoleTest, BadInputGetsA4xxAndChangesNothing) {
   EXPECT_EQ(Call("GET", "/api/deliveries?state=lost", kAdmin).status, 400);
   EXPECT_EQ(Call("GET", "/api/deliveries?channel=-1", kAdmin).status, 400);
   EXPECT_EQ(Call("GET", "/api/deliveries?colour=red", kAdmin).status, 400);
-  EXPECT_EQ(Call("GET", "/api/deliveries?since=yesterday-ish&state=completed", kAdmin).status,
-            400);
+  EXPECT_EQ(Call("GET", "/api/deliveries?since=yesterday-ish&state=completed", kAdmin).status, 400);
   EXPECT_EQ(Call("GET", "/api/deliveries?limit=100000", kAdmin).status, 400);
   EXPECT_EQ(Call("GET", "/api/channels?q=%zz", kAdmin).status, 400);
   EXPECT_EQ(Call("GET", "/api/channels/" + c + "/pause", kAdmin).status, 405);
@@ -317,15 +320,23 @@ TEST_F(ConsoleTest, AChannelShowsItsBreakerHistoryBacklogAndLastErrors) {
   // Transitions as a node writes them: open, half_open (a probe), open again. The trigger keeps
   // the history; only the newest 50 per channel stay.
   for (int i = 0; i < 30; ++i) {
-    Exec("UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'HTTP 503', "
-         "breaker_changed_at = now(), breaker_probe_at = now() + interval '30 s' WHERE id = " + c);
-    Exec("UPDATE bulkhead.channels SET breaker_state = 'closed', breaker_probe_at = NULL "
-         "WHERE id = " + c);
+    Exec(
+        "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'HTTP 503', "
+        "breaker_changed_at = now(), breaker_probe_at = now() + interval '30 s' WHERE id = " +
+        c);
+    Exec(
+        "UPDATE bulkhead.channels SET breaker_state = 'closed', breaker_probe_at = NULL "
+        "WHERE id = " +
+        c);
   }
-  Exec("UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'timeout', "
-       "breaker_changed_at = now(), breaker_probe_at = now() + interval '30 s' WHERE id = " + c);
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.breaker_events "
-                                      "WHERE channel_id = " + c),
+  Exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'timeout', "
+      "breaker_changed_at = now(), breaker_probe_at = now() + interval '30 s' WHERE id = " +
+      c);
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.breaker_events "
+                                "WHERE channel_id = " +
+                                    c),
             50);
   const json channel = Read("/api/channels/" + c);
   EXPECT_EQ(channel["breaker"]["state"], "open");
@@ -406,8 +417,7 @@ TEST_F(ConsoleTest, ADeliveryShowsItsAttemptLogAndAListFiltersByStateChannelAndT
   EXPECT_EQ(list["deliveries"][0]["id"], ids[2]) << "newest first";
   EXPECT_EQ(Read("/api/deliveries?state=available")["deliveries"].size(), 2u);
   EXPECT_EQ(Read("/api/deliveries?tenant=" + std::to_string(tenant_))["deliveries"].size(), 5u);
-  EXPECT_EQ(Read("/api/deliveries?state=discarded&until=2000-01-01T00:00:00Z")["deliveries"]
-                .size(),
+  EXPECT_EQ(Read("/api/deliveries?state=discarded&until=2000-01-01T00:00:00Z")["deliveries"].size(),
             0u);
   EXPECT_EQ(Read("/api/deliveries?limit=1")["deliveries"].size(), 1u);
 }
@@ -423,8 +433,10 @@ TEST_F(ConsoleTest, PauseResumeResetAndEnableAChannel) {
   EXPECT_EQ(Count("state = 'parked'"), 4);
   EXPECT_EQ(json::parse(Call("POST", "/api/channels/" + c + "/resume", kAdmin).body)["jobs"], 4);
   EXPECT_EQ(Count("state = 'available'"), 4);
-  Exec("UPDATE bulkhead.channels SET enabled = false, paused = true, "
-       "disabled_reason = 'the endpoint answered 410 Gone at 2026-12-03T00:00:00Z' WHERE id = " + c);
+  Exec(
+      "UPDATE bulkhead.channels SET enabled = false, paused = true, "
+      "disabled_reason = 'the endpoint answered 410 Gone at 2026-12-03T00:00:00Z' WHERE id = " +
+      c);
   EXPECT_EQ(Read("/api/channels/" + c)["gone"], true);
   EXPECT_EQ(Call("POST", "/api/channels/" + c + "/resume", kAdmin).status, 409);
   EXPECT_EQ(Call("POST", "/api/channels/" + c + "/enable", kAdmin).status, 200);
@@ -464,8 +476,7 @@ TEST_F(ConsoleTest, ReplayAndCancelOneDelivery) {
   const int64_t waiting = EnqueueOne(other_);
   EXPECT_EQ(Call("POST", "/api/deliveries/" + std::to_string(waiting) + "/replay", kAdmin).status,
             409);
-  EXPECT_EQ(Call("POST", "/api/deliveries/" + std::to_string(discarded) + "/replay", kAdmin)
-                .status,
+  EXPECT_EQ(Call("POST", "/api/deliveries/" + std::to_string(discarded) + "/replay", kAdmin).status,
             200);
   EXPECT_EQ(Call("POST", "/api/deliveries/" + std::to_string(waiting) + "/cancel", kAdmin).status,
             200);
@@ -480,13 +491,13 @@ TEST_F(ConsoleTest, ReplayAndCancelOneDelivery) {
 // ---- TLS, and the verb's checks before it serves ----
 
 TEST_F(ConsoleTest, ServesTlsWithTheGivenCertificate) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("console_tls_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("console_tls_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
   ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
-                         "-addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " + cert +
-                         " 2>/dev/null")
+                         "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+                         key + " -out " + cert + " 2>/dev/null")
                             .c_str()),
             0);
   console::ConsoleServer tls({.listen = "127.0.0.1:0", .tls_cert = cert, .tls_key = key},
@@ -510,8 +521,8 @@ TEST_F(ConsoleTest, ServesTlsWithTheGivenCertificate) {
 class ConsoleCommandTest : public CliTest {};
 
 TEST_F(ConsoleCommandTest, RefusesWhatCannotBeServedSafely) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("console_cli_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("console_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream((dir / name).string()) << text;
@@ -529,11 +540,10 @@ TEST_F(ConsoleCommandTest, RefusesWhatCannotBeServedSafely) {
                    "is not a loopback address");
   ExpectUsageError({"console", "--listen", "127.0.0.1:0", "--token-file", good, "--tls-cert", good},
                    "--tls-cert and --tls-key go together");
-  ExpectUsageError({"console", "--listen", "127.0.0.1:0", "--token-file", good,
-                    "--viewer-token-file", good},
-                   "must differ");
-  ExpectUnreachableDatabaseError(
-      {{"console", "--listen", "127.0.0.1:0", "--token-file", good}});
+  ExpectUsageError(
+      {"console", "--listen", "127.0.0.1:0", "--token-file", good, "--viewer-token-file", good},
+      "must differ");
+  ExpectUnreachableDatabaseError({{"console", "--listen", "127.0.0.1:0", "--token-file", good}});
   std::filesystem::remove_all(dir);
 }
 

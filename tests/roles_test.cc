@@ -326,8 +326,10 @@ TEST_F(RolesTest, TheConsoleRoleServesTheConsoleAndWritesItsAuditLog) {
   const int64_t tenant = Tenant("acme");
   const int64_t ch = testing::CreateChannel(db(), tenant);
   Enqueue(ch, 3);
-  Exec("UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'x', "
-       "breaker_probe_at = now() WHERE id = " + std::to_string(ch));
+  Exec(
+      "UPDATE bulkhead.channels SET breaker_state = 'open', breaker_reason = 'x', "
+      "breaker_probe_at = now() WHERE id = " +
+      std::to_string(ch));
 
   pqxx::connection conn(As(role));
   console::ConsoleStores stores(std::make_unique<pqxx::connection>(As(role)));
@@ -336,15 +338,16 @@ TEST_F(RolesTest, TheConsoleRoleServesTheConsoleAndWritesItsAuditLog) {
   ASSERT_TRUE(stores.console.Channel(ch));
   EXPECT_NE(stores.console.Channel(ch)->find("\"to\": \"open\""), std::string::npos);
   EXPECT_NE(stores.console.Deliveries({}, 10).find("\"deliveries\""), std::string::npos);
-  EXPECT_EQ(stores.console.CountCancel({.state = {}, .channel = ch, .tenant = {}, .since = {},
-                                        .until = {}}),
+  EXPECT_EQ(stores.console.CountCancel(
+                {.state = {}, .channel = ch, .tenant = {}, .since = {}, .until = {}}),
             3);
   EXPECT_TRUE(stores.channels.PauseChannel(ch));
   EXPECT_GT(stores.console.RecordAction("admin:test", "pause", "channel 1", "{}", 3), 0);
   EXPECT_NE(stores.console.Actions(5).find("admin:test"), std::string::npos);
   EXPECT_EQ(ExpectSqlFailure(conn, "DELETE FROM bulkhead.console_actions").sqlstate, "42501");
-  EXPECT_EQ(ExpectSqlFailure(conn, "INSERT INTO bulkhead.breaker_events (channel_id, from_state, "
-                                   "to_state) VALUES (1, 'open', 'closed')")
+  EXPECT_EQ(ExpectSqlFailure(conn,
+                             "INSERT INTO bulkhead.breaker_events (channel_id, from_state, "
+                             "to_state) VALUES (1, 'open', 'closed')")
                 .sqlstate,
             "42501");
 }

@@ -95,7 +95,8 @@ int RunConsoleCommand(std::span<const std::string_view> args) {
                                         {"--tls-key", "a file"},
                                         {"--insecure-listen", nullptr}},
                             .max_positional = 0},
-                           [] { std::cout << kUsage << "\n" << cli::kDatabaseNote; });
+                           [] { std::cout << kUsage << "\n"
+                                          << cli::kDatabaseNote; });
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const cli::Words& words = std::get<cli::Words>(parsed);
 
@@ -122,8 +123,9 @@ int RunConsoleCommand(std::span<const std::string_view> args) {
     return cli::UsageError(kCommand, "--tls-cert and --tls-key go together");
   }
   if (cert.empty() && !words.Has("--insecure-listen") && !IsLoopback(*listen)) {
-    return cli::UsageError(kCommand, *listen + " is not a loopback address: serve TLS there "
-                                               "(--tls-cert, --tls-key), or say --insecure-listen");
+    return cli::UsageError(kCommand, *listen +
+                                         " is not a loopback address: serve TLS there "
+                                         "(--tls-cert, --tls-key), or say --insecure-listen");
   }
   auto database = cli::DatabaseOf(kCommand, words);
   if (const int* exit_code = std::get_if<int>(&database)) return *exit_code;
@@ -150,7 +152,9 @@ int RunConsoleCommand(std::span<const std::string_view> args) {
     return kExitFailure;
   }
   Log(LogLevel::kInfo, "console_serving",
-      {{"listen", *listen}, {"port", server.port()}, {"tls", !cert.empty()},
+      {{"listen", *listen},
+       {"port", server.port()},
+       {"tls", !cert.empty()},
        {"viewer_token", !viewer.empty()}});
   int signal = 0;
   sigwait(&stop, &signal);

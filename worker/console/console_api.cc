@@ -89,8 +89,8 @@ int64_t LimitParam(const Form& form, std::string_view name, int64_t fallback, in
     value = *id;
   }
   if (value < min || value > max) {
-    throw BadRequest{std::string(name) + " must be a number from " + std::to_string(min) +
-                     " to " + std::to_string(max)};
+    throw BadRequest{std::string(name) + " must be a number from " + std::to_string(min) + " to " +
+                     std::to_string(max)};
   }
   return value;
 }
@@ -102,8 +102,8 @@ std::optional<std::string> TextParam(const Form& form, std::string_view name) {
 }
 
 const std::vector<std::string_view>& States() {
-  static const std::vector<std::string_view> states = {
-      "available", "executing", "parked", "completed", "discarded", "cancelled"};
+  static const std::vector<std::string_view> states = {"available", "executing", "parked",
+                                                       "completed", "discarded", "cancelled"};
   return states;
 }
 
@@ -114,8 +114,9 @@ DeliveryFilter FilterOf(const Form& form) {
     bool known = false;
     for (std::string_view s : States()) known = known || *filter.state == s;
     if (!known) {
-      throw BadRequest{"state must be available, executing, parked, completed, discarded or "
-                       "cancelled"};
+      throw BadRequest{
+          "state must be available, executing, parked, completed, discarded or "
+          "cancelled"};
     }
   }
   filter.channel = IdParam(form, "channel");
@@ -225,8 +226,7 @@ Response ConsoleApp::Api(const Request& request, const Caller& caller) {
       }
       if (n == 2 && parts[1] == "count") {
         if (auto refused = only(true)) return *refused;
-        return CountDeliveries(
-            QueryOf(request, {"action", "channel", "tenant", "since", "until"}));
+        return CountDeliveries(QueryOf(request, {"action", "channel", "tenant", "since", "until"}));
       }
       if (n == 2 && (parts[1] == "replay" || parts[1] == "cancel")) {
         if (auto refused = only(false)) return *refused;
@@ -286,7 +286,8 @@ Response ConsoleApp::Channels(const Query& query) {
   const std::optional<std::string> q = TextParam(query, "q");
   const int64_t after = LimitParam(query, "after", 0, INT64_MAX, 0);
   const int64_t limit = LimitParam(query, "limit", kChannelsDefault, kChannelsMax);
-  return Document(pool_.With([&](ConsoleStores& s) { return s.console.Channels(q, after, limit); }));
+  return Document(
+      pool_.With([&](ConsoleStores& s) { return s.console.Channels(q, after, limit); }));
 }
 
 Response ConsoleApp::Channel(int64_t id) {
@@ -299,7 +300,8 @@ Response ConsoleApp::Channel(int64_t id) {
 Response ConsoleApp::Deliveries(const Query& query) {
   const DeliveryFilter filter = FilterOf(query);
   const int64_t limit = LimitParam(query, "limit", kDeliveriesDefault, kDeliveriesMax);
-  return Document(pool_.With([&](ConsoleStores& s) { return s.console.Deliveries(filter, limit); }));
+  return Document(
+      pool_.With([&](ConsoleStores& s) { return s.console.Deliveries(filter, limit); }));
 }
 
 Response ConsoleApp::CountDeliveries(const Query& query) {

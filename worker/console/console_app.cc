@@ -50,8 +50,8 @@ std::string_view CookieValue(std::string_view header, std::string_view name) {
 }
 
 std::string SessionCookie(std::string_view id, bool tls, bool clear) {
-  std::string cookie = std::string(kCookie) + "=" + std::string(id) +
-                       "; Path=/; HttpOnly; SameSite=Strict";
+  std::string cookie =
+      std::string(kCookie) + "=" + std::string(id) + "; Path=/; HttpOnly; SameSite=Strict";
   if (tls) cookie += "; Secure";
   if (clear) cookie += "; Max-Age=0";
   return cookie;
@@ -81,7 +81,9 @@ Response ConsoleApp::Handle(const Request& request) {
   if (request.path == "/login") {
     if (get) return LoginPage(200, "");
     if (request.method == "POST") return Login(request);
-    return {405, "application/json; charset=utf-8", "{\"error\": \"GET or POST\"}\n",
+    return {405,
+            "application/json; charset=utf-8",
+            "{\"error\": \"GET or POST\"}\n",
             {{"Allow", "GET, POST"}}};
   }
   if (get && request.path == "/assets/app.css") return ServeAsset("app.css");
@@ -102,8 +104,8 @@ Response ConsoleApp::Handle(const Request& request) {
   }
   if (request.path == "/logout") {  // any role may end its own session
     if (request.method != "POST") {
-      return {405, "application/json; charset=utf-8", "{\"error\": \"POST\"}\n",
-              {{"Allow", "POST"}}};
+      return {
+          405, "application/json; charset=utf-8", "{\"error\": \"POST\"}\n", {{"Allow", "POST"}}};
     }
     return Logout(request);
   }
@@ -129,13 +131,17 @@ Response ConsoleApp::Login(const Request& request) {
   const std::string who = std::string(RoleName(*role)) + ":" + TokenCheck::Fingerprint(*token);
   const std::string id = sessions_.Open({*role, RandomToken(), who});
   Log(LogLevel::kInfo, "console_login", {{"who", who}, {"remote", request.remote}});
-  return {303, "text/plain; charset=utf-8", "", {{"Location", "/"},
-                                                 {"Set-Cookie", SessionCookie(id, request.tls, false)}}};
+  return {303,
+          "text/plain; charset=utf-8",
+          "",
+          {{"Location", "/"}, {"Set-Cookie", SessionCookie(id, request.tls, false)}}};
 }
 
 Response ConsoleApp::Logout(const Request& request) {
   sessions_.Close(CookieValue(request.Header("cookie").value_or(""), kCookie));
-  return {200, "application/json; charset=utf-8", "{}\n",
+  return {200,
+          "application/json; charset=utf-8",
+          "{}\n",
           {{"Set-Cookie", SessionCookie("", request.tls, true)}}};
 }
 
@@ -146,10 +152,10 @@ std::optional<ConsoleApp::Caller> ConsoleApp::Authenticate(const Request& reques
     const std::string_view token = header->substr(kBearer.size());
     const std::optional<Role> role = tokens_.RoleOf(token);
     if (!role) return std::nullopt;
-    return Caller{*role,
-                  std::string(RoleName(*role)) + ":" + TokenCheck::Fingerprint(token) + "@" +
-                      request.remote,
-                  std::nullopt};
+    return Caller{
+        *role,
+        std::string(RoleName(*role)) + ":" + TokenCheck::Fingerprint(token) + "@" + request.remote,
+        std::nullopt};
   }
   const std::string_view id = CookieValue(request.Header("cookie").value_or(""), kCookie);
   if (id.empty()) return std::nullopt;

@@ -39,8 +39,7 @@ std::optional<Role> TokenCheck::RoleOf(std::string_view presented) const {
   // Both digests are compared every time, so the answer's time does not say which matched.
   const Digest digest = Sha256(presented);
   const bool admin = CRYPTO_memcmp(digest.data(), admin_.data(), digest.size()) == 0;
-  const bool viewer =
-      viewer_ && CRYPTO_memcmp(digest.data(), viewer_->data(), digest.size()) == 0;
+  const bool viewer = viewer_ && CRYPTO_memcmp(digest.data(), viewer_->data(), digest.size()) == 0;
   if (admin) return Role::kAdmin;
   if (viewer) return Role::kViewer;
   return std::nullopt;

@@ -91,7 +91,7 @@ class SessionTable {
   const WaitClock& clock_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> sessions_;  // guarded by mu_
-  std::list<std::string> by_use_;                     // guarded by mu_; most recently used first
+  std::list<std::string> by_use_;                    // guarded by mu_; most recently used first
 };
 
 // Whether an action from a cookie session passes the CSRF rule: `header` (X-CSRF-Token) equals

@@ -1,5 +1,3 @@
-#include <utility>  // first: Asio 1.74's awaitable.hpp needs it (status_server.h says so too)
-
 #include "console_server.h"
 
 #include <boost/asio.hpp>
@@ -10,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <utility>  // first: Asio 1.74's awaitable.hpp needs it (status_server.h says so too)
 
 #include "logger.h"
 
@@ -42,8 +41,10 @@ http::response<http::string_body> ToBeast(const Response& out, unsigned version,
 }
 
 Response TooLarge() {
-  return {413, "application/json; charset=utf-8",
-          "{\"error\": \"the body is over 16384 bytes\"}\n", {}};
+  return {413,
+          "application/json; charset=utf-8",
+          "{\"error\": \"the body is over 16384 bytes\"}\n",
+          {}};
 }
 
 // One connection: requests answered in turn until the client or an error ends it.
@@ -71,10 +72,9 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     parser_->body_limit(ConsoleServer::kBodyLimit);
     parser_->header_limit(kHeaderLimit);
     beast::get_lowest_layer(stream_).expires_after(kIdle);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -103,7 +103,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     try {
       out = handler_(request);
     } catch (const std::exception& e) {
-      Log(LogLevel::kError, "console_request_failed", {{"path", request.path}, {"error", e.what()}});
+      Log(LogLevel::kError, "console_request_failed",
+          {{"path", request.path}, {"error", e.what()}});
       out = {500, "application/json; charset=utf-8", "{\"error\": \"internal error\"}\n", {}};
     }
     Write(out, in.version(), in.keep_alive());

@@ -25,9 +25,9 @@
 namespace bulkhead::console {
 
 struct Request {
-  std::string method;  // "GET", "POST", …
-  std::string path;    // the target before '?', not decoded
-  std::string query;   // after '?', not decoded; "" when none
+  std::string method;                                       // "GET", "POST", …
+  std::string path;                                         // the target before '?', not decoded
+  std::string query;                                        // after '?', not decoded; "" when none
   std::map<std::string, std::string, std::less<>> headers;  // names in lower case
   std::string body;
   std::string remote;  // the client's address
@@ -49,7 +49,7 @@ class ConsoleServer {
   static constexpr size_t kBodyLimit = 16 * 1024;
 
   struct Options {
-    std::string listen{};             // host:port, IPv6 in brackets
+    std::string listen{};               // host:port, IPv6 in brackets
     std::string tls_cert{}, tls_key{};  // PEM files; both empty: plain HTTP
     int threads = 2;
   };

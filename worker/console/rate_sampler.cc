@@ -79,9 +79,9 @@ std::map<std::string, TierRates> RateSampler::Rates() const {
     TierRates& r = rates[queue];
     r.completed_per_s = static_cast<double>(completed) / window_s;
     r.discarded_per_s = static_cast<double>(discarded) / window_s;
-    r.failure_rate = completed + discarded == 0
-                         ? 0
-                         : static_cast<double>(discarded) / static_cast<double>(completed + discarded);
+    r.failure_rate = completed + discarded == 0 ? 0
+                                                : static_cast<double>(discarded) /
+                                                      static_cast<double>(completed + discarded);
     r.window_s = window_s;
   }
   return rates;

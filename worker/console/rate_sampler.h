@@ -5,9 +5,9 @@
 // A page asks Rates(), which reads only those counts: the overview never counts finished rows
 // itself.
 //
-// The windows are on the database's clock, and each ends Options::settle before the time it is taken,
-// so that a result written just before (its finished_at) but committed just after the count is
-// counted in the next window instead of never.
+// The windows are on the database's clock, and each ends Options::settle before the time it is
+// taken, so that a result written just before (its finished_at) but committed just after the count
+// is counted in the next window instead of never.
 //
 // Threads: one ServiceThread of its own counts; Rates() is called from the request threads.
 // Both take mu_. Stop (or destruction) ends the thread within one count.

@@ -7,8 +7,7 @@
 
 namespace bulkhead {
 
-const std::span<const std::string_view> ConsoleStore::kStatements =
-    sql::console_store::kStatements;
+const std::span<const std::string_view> ConsoleStore::kStatements = sql::console_store::kStatements;
 
 ConsoleStore::ConsoleStore(pqxx::connection_base& conn) : conn_(conn) {
   PrepareQueries(conn_, kStatements);
@@ -37,8 +36,7 @@ std::string ConsoleStore::Overview() {
 
 std::string ConsoleStore::Channels(const std::optional<std::string>& query, int64_t after,
                                    int64_t limit) {
-  return ReadOne<sql::ChannelList>(conn_, "console_channels", query, after, limit, kCountCap)
-      .body;
+  return ReadOne<sql::ChannelList>(conn_, "console_channels", query, after, limit, kCountCap).body;
 }
 
 std::optional<std::string> ConsoleStore::Channel(int64_t id) {
@@ -63,9 +61,9 @@ std::string ConsoleStore::Deliveries(const DeliveryFilter& filter, int64_t limit
     path = "finished";
     if (*filter.state == "discarded") std::swap(walk_channel, after_channel);
   }
-  return ReadOne<sql::ListDeliveries>(conn_, "console_deliveries", path, filter.state,
-                                      walk_channel, filter.tenant, filter.since, filter.until,
-                                      after_channel, kExamine, limit)
+  return ReadOne<sql::ListDeliveries>(conn_, "console_deliveries", path, filter.state, walk_channel,
+                                      filter.tenant, filter.since, filter.until, after_channel,
+                                      kExamine, limit)
       .body;
 }
 

@@ -74,8 +74,8 @@ class ConsoleStore {
   std::vector<FinishedCount> FinishedBetween(const std::string& after, const std::string& until);
 
   // Writes one action to the audit log; returns its id.
-  int64_t RecordAction(const std::string& who, const std::string& action,
-                       const std::string& target, const std::string& filter_json, int64_t jobs);
+  int64_t RecordAction(const std::string& who, const std::string& action, const std::string& target,
+                       const std::string& filter_json, int64_t jobs);
 
  private:
   pqxx::connection_base& conn_;
