@@ -27,14 +27,7 @@ SELECT q.name AS queue,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'executing')
          AS executing,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'parked') AS parked,
-       coalesce(extract(epoch FROM now() - (
-         SELECT min(first.scheduled_at)
-           FROM generate_series(1, 3) AS p(priority)
-          CROSS JOIN LATERAL (
-                SELECT j.scheduled_at FROM bulkhead.jobs j
-                 WHERE j.queue = q.name AND j.state = 'available' AND j.priority = p.priority
-                   AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
-                 ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0) AS lag_s
+       {{queue_lag_s(q.name)}} AS lag_s
   FROM bulkhead.tiers q
  ORDER BY q.name
 

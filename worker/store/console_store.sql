@@ -39,14 +39,7 @@ WITH tier_counts AS (
              LIMIT $1 + 1) AS c) AS scheduled,
          (SELECT count(*) FROM bulkhead.jobs j
            WHERE j.state = 'executing' AND j.queue = q.name) AS executing,
-         coalesce(extract(epoch FROM now() - (
-           SELECT min(first.scheduled_at)
-             FROM generate_series(1, 3) AS p(priority)
-            CROSS JOIN LATERAL (
-                  SELECT j.scheduled_at FROM bulkhead.jobs j
-                   WHERE j.queue = q.name AND j.state = 'available' AND j.priority = p.priority
-                     AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
-                   ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0) AS lag_s
+         {{queue_lag_s(q.name)}} AS lag_s
     FROM bulkhead.tiers q
 ), parked_sample AS (
   SELECT j.channel_id FROM bulkhead.jobs j WHERE j.state = 'parked' LIMIT $1 + 1
@@ -229,6 +222,12 @@ SELECT jsonb_build_object(
                                     LIMIT 10) AS e), '[]')) AS body
   FROM ch, backlog b
 
+-- fragment: listed_job
+-- A job `j` as a delivery list carries it: everything but the payload, and the payload's stored
+-- size (pg_column_size reads the value's header, not the value).
+j.id, j.queue, j.tenant_id, j.channel_id, j.state, j.priority, j.attempt, j.max_attempts,
+j.created_at, j.scheduled_at, j.finished_at, j.last_error, pg_column_size(j.payload) AS payload_bytes
+
 -- name: ListDeliveries
 -- Deliveries matching state $2, channel $3/$7, tenant $4, time $5–$6: walks at most $8 rows of
 -- the index path $1 names, keeps the newest $9 that match.
@@ -253,18 +252,12 @@ SELECT jsonb_build_object(
 -- what the walk read. `exhaustive` says whether the walk ended before its bound, that is,
 -- whether every matching row was seen. The payload is never read out, only its size.
 WITH walked AS (
-  (SELECT j.id, j.queue, j.tenant_id, j.channel_id, j.state, j.priority, j.attempt,
-          j.max_attempts, j.created_at, j.scheduled_at, j.finished_at, j.last_error,
-          pg_column_size(j.payload) AS payload_bytes
-     FROM bulkhead.jobs j
+  (SELECT {{listed_job}} FROM bulkhead.jobs j
     WHERE $1::text = 'waiting' AND j.state = $2::text
       AND ($3::bigint IS NULL OR j.channel_id = $3)
     LIMIT $8)
   UNION ALL
-  (SELECT j.id, j.queue, j.tenant_id, j.channel_id, j.state, j.priority, j.attempt,
-          j.max_attempts, j.created_at, j.scheduled_at, j.finished_at, j.last_error,
-          pg_column_size(j.payload)
-     FROM bulkhead.jobs j
+  (SELECT {{listed_job}} FROM bulkhead.jobs j
     WHERE $1::text = 'finished' AND j.state = $2::text
       AND ($3::bigint IS NULL OR j.channel_id = $3)
       AND j.finished_at >= coalesce($5::timestamptz, '-infinity')
@@ -272,10 +265,7 @@ WITH walked AS (
     ORDER BY j.finished_at DESC
     LIMIT $8)
   UNION ALL
-  (SELECT j.id, j.queue, j.tenant_id, j.channel_id, j.state, j.priority, j.attempt,
-          j.max_attempts, j.created_at, j.scheduled_at, j.finished_at, j.last_error,
-          pg_column_size(j.payload)
-     FROM bulkhead.jobs j
+  (SELECT {{listed_job}} FROM bulkhead.jobs j
     WHERE $1::text = 'any'
     ORDER BY j.id DESC
     LIMIT $8)

@@ -7,6 +7,19 @@
 -- A timestamptz as UTC ISO 8601 text, as the CLI prints it: 2026-01-31T12:00:00Z.
 to_char({{column}} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 
+-- fragment: queue_lag_s(queue)
+-- How far queue `queue` is behind, in seconds: the age of its oldest due available job, the
+-- first entry of each priority's range in jobs_claim (whose predicate the range names,
+-- migration 0006); 0 when none is due. Three index descents, whatever the backlog.
+coalesce(extract(epoch FROM now() - (
+  SELECT min(first.scheduled_at)
+    FROM generate_series(1, 3) AS p(priority)
+   CROSS JOIN LATERAL (
+         SELECT j.scheduled_at FROM bulkhead.jobs j
+          WHERE j.queue = {{queue}} AND j.state = 'available' AND j.priority = p.priority
+            AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
+          ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0)
+
 -- fragment: flowing
 -- The channel `ch` delivers: its breaker is closed, it is not paused and it is enabled. Where it
 -- does not, a waiting job is parked rather than made available — by the claim, record, rescue
