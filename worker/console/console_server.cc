@@ -11,6 +11,7 @@
 #include <utility>  // first: Asio 1.74's awaitable.hpp needs it (status_server.h says so too)
 
 #include "logger.h"
+#include "tcp_listen.h"
 
 namespace bulkhead::console {
 namespace {
@@ -196,11 +197,6 @@ struct ConsoleServer::Impl {
 ConsoleServer::ConsoleServer(const Options& options, Handler handler)
     : impl_(std::make_unique<Impl>()) {
   impl_->handler = std::move(handler);
-  const std::string& listen = options.listen;
-  const size_t colon = listen.rfind(':');
-  std::string host = listen.substr(0, colon);
-  const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   try {
     if (!options.tls_cert.empty()) {
       impl_->tls.emplace(ssl::context::tls_server);
@@ -215,16 +211,9 @@ ConsoleServer::ConsoleServer(const Options& options, Handler handler)
     return;
   }
   try {
-    tcp::resolver resolver(impl_->io);
-    auto endpoints = resolver.resolve(host, port, tcp::resolver::passive);
-    tcp::endpoint endpoint = endpoints.begin()->endpoint();
-    impl_->acceptor.open(endpoint.protocol());
-    impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
-    impl_->acceptor.bind(endpoint);
-    impl_->acceptor.listen();
-    impl_->port = impl_->acceptor.local_endpoint().port();
+    impl_->port = ListenOn(impl_->acceptor, options.listen);
   } catch (const std::exception& e) {
-    impl_->error = "cannot listen on " + listen + ": " + e.what();
+    impl_->error = e.what();
     return;
   }
   impl_->Accept();

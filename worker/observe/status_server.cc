@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tcp_listen.h"
+
 namespace bulkhead {
 namespace {
 
@@ -113,21 +115,10 @@ struct StatusServer::Impl {
 StatusServer::StatusServer(const std::string& listen, Scrape scrape, Readiness readiness)
     : impl_(std::make_unique<Impl>()) {
   impl_->handlers = {std::move(scrape), std::move(readiness)};
-  size_t colon = listen.rfind(':');
-  std::string host = listen.substr(0, colon);
-  std::string port = listen.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   try {
-    tcp::resolver resolver(impl_->io);
-    auto endpoints = resolver.resolve(host, port, tcp::resolver::passive);
-    tcp::endpoint endpoint = endpoints.begin()->endpoint();
-    impl_->acceptor.open(endpoint.protocol());
-    impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
-    impl_->acceptor.bind(endpoint);
-    impl_->acceptor.listen();
-    impl_->port = impl_->acceptor.local_endpoint().port();
+    impl_->port = ListenOn(impl_->acceptor, listen);
   } catch (const std::exception& e) {
-    impl_->error = "cannot listen on " + listen + ": " + e.what();
+    impl_->error = e.what();
     return;
   }
   impl_->Accept();
