@@ -162,32 +162,42 @@ const std::vector<std::pair<std::string, std::string>>& SecurityHeaders() {
 }
 
 struct ConsoleServer::Impl {
-  // In this order: the io_context's destruction destroys the connections left in its queue,
+  // In this order: an io_context's destruction destroys the connections left in its queue,
   // which use the handler and the TLS context.
   Handler handler;
   std::optional<ssl::context> tls;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
+  // One io_context per thread, each run by that thread alone: a connection is accepted onto
+  // one of them in turn and lives there, so no Asio object is ever touched by two threads
+  // (Asio's cross-thread fences are what ThreadSanitizer cannot follow), and a request that
+  // blocks in the database holds up only the connections of its own thread.
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  std::optional<tcp::acceptor> acceptor;  // on contexts[0]
+  size_t next = 0;                        // contexts[0]'s thread only: the next connection's
   std::string error;
   int port = 0;
   std::vector<std::thread> threads;
 
   void Accept() {
-    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    asio::io_context& home = *contexts[next++ % contexts.size()];
+    acceptor->async_accept(home, [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         beast::error_code ignored;
         std::string remote = socket.remote_endpoint(ignored).address().to_string();
-        if (tls) {
-          std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(
-              beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tls),
-              handler, std::move(remote), true)
-              ->Start();
-        } else {
-          std::make_shared<Connection<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)),
-                                                          handler, std::move(remote), false)
-              ->Start();
-        }
+        // Start() runs on the socket's own context, whose thread then owns the connection.
+        asio::post(socket.get_executor(), [this, socket = std::move(socket),
+                                           remote = std::move(remote)]() mutable {
+          if (tls) {
+            std::make_shared<Connection<beast::ssl_stream<beast::tcp_stream>>>(
+                beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tls),
+                handler, std::move(remote), true)
+                ->Start();
+          } else {
+            std::make_shared<Connection<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)),
+                                                            handler, std::move(remote), false)
+                ->Start();
+          }
+        });
       }
       Accept();
     });
@@ -210,21 +220,30 @@ ConsoleServer::ConsoleServer(const Options& options, Handler handler)
     impl_->error = "cannot load the TLS certificate or key: " + std::string(e.what());
     return;
   }
+  for (int i = 0; i < std::max(1, options.threads); ++i) {
+    impl_->contexts.push_back(std::make_unique<asio::io_context>(1));
+  }
+  impl_->acceptor.emplace(*impl_->contexts[0]);
   try {
-    impl_->port = ListenOn(impl_->acceptor, options.listen);
+    impl_->port = ListenOn(*impl_->acceptor, options.listen);
   } catch (const std::exception& e) {
     impl_->error = e.what();
     return;
   }
   impl_->Accept();
-  for (int i = 0; i < std::max(1, options.threads); ++i) {
-    impl_->threads.emplace_back([impl = impl_.get()] { impl->io.run(); });
+  for (auto& context : impl_->contexts) {
+    // Each context runs until stopped, even while it has no connection.
+    impl_->threads.emplace_back([io = context.get()] {
+      auto guard = asio::make_work_guard(*io);
+      io->run();
+    });
   }
 }
 
 ConsoleServer::~ConsoleServer() {
-  impl_->io.stop();
+  for (auto& context : impl_->contexts) context->stop();
   for (std::thread& t : impl_->threads) t.join();
+  impl_->acceptor.reset();
 }
 
 bool ConsoleServer::ok() const { return impl_->error.empty(); }

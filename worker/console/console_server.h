@@ -7,10 +7,11 @@
 // A browser loads a page and its assets and then polls the API every 2 s, so this one keeps
 // connections alive (each waiting at most kIdle for its next request), and serves TLS.
 //
-// Threads: `threads` threads of its own run the io_context. A connection's steps run one at a
-// time, on whichever thread; the Handler is called on those threads, so several calls may run
-// at once, and it may block (a database query): the others go on. Construction binds (or says
-// why not); destruction stops the threads and closes every connection.
+// Threads: `threads` threads of its own, each running an io_context of its own; a connection is
+// accepted onto one of them in turn and every step of it runs on that thread. The Handler is
+// called on those threads, so several calls may run at once, and it may block (a database
+// query): the other threads' connections go on. Construction binds (or says why not);
+// destruction stops the threads and closes every connection.
 #pragma once
 
 #include <functional>

@@ -143,6 +143,14 @@ SELECT (SELECT count(*) FROM replayed) AS jobs,
        (SELECT count(pg_notify('bulkhead_jobs', queue))
           FROM (SELECT DISTINCT queue FROM replayed WHERE state = 'available') AS woken) AS woken
 
+-- fragment: waiting_filter
+-- Cancel's filter of a waiting job `j`: id $1, channel $2, tenant $3 (its channels), each when
+-- given.
+($1::bigint IS NULL OR j.id = $1)
+AND ($2::bigint IS NULL OR j.channel_id = $2)
+AND ($3::bigint IS NULL
+     OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $3))
+
 -- name: Cancel
 -- Waiting jobs matching id $1, channel $2, tenant $3 to cancelled, at most $4.
 -- param $1 id bigint?
@@ -153,15 +161,22 @@ SELECT (SELECT count(*) FROM replayed) AS jobs,
 -- column more boolean
 -- Waiting jobs (available, due or not, and parked) to cancelled, at most $4, by id or
 -- by channel (jobs_channel_available, jobs_parked) or tenant (its channels, then the same).
--- A job in flight is not waiting and is left alone: its attempt finishes and is recorded as
--- usual. Rows another session holds (a claim taking them right now) are skipped.
-WITH picked AS (
+-- Each state is looked for in its own partial index (a WHERE naming both states implies
+-- neither predicate, and was planned as a scan of the whole table); the candidates are then
+-- locked through the primary key, still waiting. A job in flight is not waiting and is left
+-- alone: its attempt finishes and is recorded as usual. Rows another session holds (a claim
+-- taking them right now) are skipped.
+WITH candidates AS (
+  (SELECT j.id FROM bulkhead.jobs j
+    WHERE j.state = 'available' AND {{waiting_filter}}
+    LIMIT $4 + 1)
+  UNION ALL
+  (SELECT j.id FROM bulkhead.jobs j
+    WHERE j.state = 'parked' AND {{waiting_filter}}
+    LIMIT $4 + 1)
+), picked AS (
   SELECT j.id FROM bulkhead.jobs j
-   WHERE j.state IN ('available', 'parked')
-     AND ($1::bigint IS NULL OR j.id = $1)
-     AND ($2::bigint IS NULL OR j.channel_id = $2)
-     AND ($3::bigint IS NULL
-          OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $3))
+   WHERE j.id IN (SELECT id FROM candidates) AND j.state IN ('available', 'parked')
    LIMIT $4 + 1
      FOR UPDATE SKIP LOCKED
 ), chosen AS (

@@ -31,7 +31,7 @@ bool IsWaiting(const std::string& state) {
 }  // namespace
 
 std::string ConsoleStore::Overview() {
-  return ReadOne<sql::Overview>(conn_, "console_overview", kCountCap).body;
+  return ReadOne<sql::Overview>(conn_, "console_overview", kOverviewCap, kBreakerCap).body;
 }
 
 std::string ConsoleStore::Channels(const std::optional<std::string>& query, int64_t after,
@@ -53,17 +53,22 @@ std::string ConsoleStore::Deliveries(const DeliveryFilter& filter, int64_t limit
   // discarded jobs; else the newest jobs. A channel the walk's index does not lead with is
   // filtered after it, so that a rare match cannot make the walk long.
   std::string path = "any";
-  std::optional<int64_t> walk_channel, after_channel = filter.channel;
+  bool seeks_channel = false;
   if (filter.state && IsWaiting(*filter.state)) {
     path = "waiting";
-    if (*filter.state != "executing") std::swap(walk_channel, after_channel);
+    seeks_channel = *filter.state != "executing";
   } else if (filter.state) {
     path = "finished";
-    if (*filter.state == "discarded") std::swap(walk_channel, after_channel);
+    seeks_channel = *filter.state == "discarded";
+  }
+  std::optional<int64_t> walk_channel, after_channel = filter.channel, walk_tenant;
+  if (seeks_channel) {
+    std::swap(walk_channel, after_channel);
+    if (!walk_channel) walk_tenant = filter.tenant;
   }
   return ReadOne<sql::ListDeliveries>(conn_, "console_deliveries", path, filter.state, walk_channel,
                                       filter.tenant, filter.since, filter.until, after_channel,
-                                      kExamine, limit)
+                                      kExamine, limit, walk_tenant)
       .body;
 }
 

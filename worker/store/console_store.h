@@ -43,8 +43,12 @@ class ConsoleStore {
 
   // A backlog is counted to this, then reported as this with "capped": true.
   static constexpr int64_t kCountCap = 100000;
+  // The overview, which every open browser polls every 2 s, counts less: a tier's backlog by
+  // state to kOverviewCap, each broken channel's parked jobs to kBreakerCap.
+  static constexpr int64_t kOverviewCap = 10000;
+  static constexpr int64_t kBreakerCap = 1000;
   // A list walks at most this many rows.
-  static constexpr int64_t kExamine = 20000;
+  static constexpr int64_t kExamine = 5000;
 
   // Prepares its statements on `conn`, which must outlive the store.
   explicit ConsoleStore(pqxx::connection_base& conn);

@@ -12,11 +12,14 @@
 -- name: Overview
 -- The overview page: per tier its depth by state and lag; nodes, their leases and the leader;
 -- the channels that do not flow.
--- param $1 cap integer: counts stop one past this
+-- param $1 cap integer: a tier's counts stop one past this
+-- param $2 breaker_cap integer: a broken channel's parked count stops one past this
 -- column body jsonb
 -- Per tier, each count reads one range of a partial index of unfinished rows, at most $1 + 1
 -- entries: due and later available jobs per priority in jobs_claim, executing jobs in
 -- jobs_executing, parked jobs in jobs_parked (by channel, then summed by the channel's tier).
+-- Each of the (at most 100) broken channels' parked jobs are counted to $2 + 1. The page is
+-- polled every 2 s by every open browser, so its caps are lower than the other pages'.
 -- The leader is the node whose maintenance connection holds the fleet's advisory lock
 -- (fleet_store.sql, Lead), found by the tag that connection names itself with.
 WITH tier_counts AS (
@@ -72,6 +75,8 @@ SELECT jsonb_build_object(
              'executing', c.executing, 'parked', least(coalesce(p.n, 0), $1),
              'capped', c.available > $1 OR c.scheduled > $1
                        OR (SELECT count(*) FROM parked_sample) > $1,
+             'available_capped', c.available > $1, 'scheduled_capped', c.scheduled > $1,
+             'parked_capped', (SELECT count(*) FROM parked_sample) > $1,
              'lag_s', c.lag_s) ORDER BY c.queue)
       FROM tier_counts c LEFT JOIN parked p ON p.queue = c.queue), '[]'),
   'nodes', coalesce((
@@ -91,11 +96,12 @@ SELECT jsonb_build_object(
              'since_s', extract(epoch FROM now() - b.breaker_changed_at)::float8,
              'trips', b.breaker_trips, 'reason', coalesce(b.breaker_reason, ''),
              'probe_in_s', coalesce(extract(epoch FROM b.breaker_probe_at - now())::float8, 0),
-             'parked', least((SELECT count(*) FROM (
-                               SELECT 1 FROM bulkhead.jobs j
-                                WHERE j.channel_id = b.id AND j.state = 'parked'
-                                LIMIT $1 + 1) AS c), $1)))
-      FROM broken b), '[]'),
+             'parked', least(b.parked, $2), 'parked_capped', b.parked > $2))
+      FROM (SELECT b.*, (SELECT count(*) FROM (
+                           SELECT 1 FROM bulkhead.jobs j
+                            WHERE j.channel_id = b.id AND j.state = 'parked'
+                            LIMIT $2 + 1) AS c) AS parked
+              FROM broken b) AS b), '[]'),
   'sampled_at', {{utc(now())}}) AS body
 
 -- name: ChannelList
@@ -240,26 +246,31 @@ j.created_at, j.scheduled_at, j.finished_at, j.last_error, pg_column_size(j.payl
 -- param $7 channel bigint?: a channel filtered after the walk
 -- param $8 examine bigint
 -- param $9 limit bigint
+-- param $10 walk_tenant bigint?: a tenant whose channels the walk seeks (as $3)
 -- column body jsonb
 -- The store picks the path from the filter, so that the walk always follows an index and stops
 -- after $8 rows:
 --   waiting   available, parked or executing: the state's partial index, from the channel
---             when there is one (jobs_channel_available, jobs_parked);
+--             or the tenant's channels when given (jobs_channel_available, jobs_parked);
 --   finished  completed, discarded or cancelled: jobs_finished backwards over the finish time
---             range, or jobs_discarded from the channel;
+--             range, or jobs_discarded from the channel or the tenant's channels;
 --   any       the primary key backwards (the newest jobs).
--- The other filters (tenant, a channel the walk cannot seek, the creation time) are applied to
+-- The other filters (a channel or tenant the walk cannot seek, the creation time) are applied to
 -- what the walk read. `exhaustive` says whether the walk ended before its bound, that is,
 -- whether every matching row was seen. The payload is never read out, only its size.
 WITH walked AS (
   (SELECT {{listed_job}} FROM bulkhead.jobs j
     WHERE $1::text = 'waiting' AND j.state = $2::text
       AND ($3::bigint IS NULL OR j.channel_id = $3)
+      AND ($10::bigint IS NULL
+           OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $10))
     LIMIT $8)
   UNION ALL
   (SELECT {{listed_job}} FROM bulkhead.jobs j
     WHERE $1::text = 'finished' AND j.state = $2::text
       AND ($3::bigint IS NULL OR j.channel_id = $3)
+      AND ($10::bigint IS NULL
+           OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $10))
       AND j.finished_at >= coalesce($5::timestamptz, '-infinity')
       AND j.finished_at < coalesce($6::timestamptz, 'infinity')
     ORDER BY j.finished_at DESC
@@ -318,6 +329,12 @@ SELECT jsonb_build_object(
 -- column payload jsonb
 SELECT payload FROM bulkhead.jobs WHERE id = $1
 
+-- fragment: channel_or_tenant
+-- A count's filter of a job `j`: channel $1, tenant $2 (its channels), each when given.
+($1::bigint IS NULL OR j.channel_id = $1)
+AND ($2::bigint IS NULL
+     OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $2))
+
 -- name: CountReplay
 -- Discarded deliveries of channel $1 and/or tenant $2, discarded from $3 to before $4, counted to $5 + 1.
 -- param $1 channel bigint?
@@ -330,10 +347,7 @@ SELECT payload FROM bulkhead.jobs WHERE id = $1
 -- the channel or from each of the tenant's channels.
 SELECT count(*) AS jobs FROM (
   SELECT 1 FROM bulkhead.jobs j
-   WHERE j.state = 'discarded'
-     AND ($1::bigint IS NULL OR j.channel_id = $1)
-     AND ($2::bigint IS NULL
-          OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $2))
+   WHERE j.state = 'discarded' AND {{channel_or_tenant}}
      AND ($3::timestamptz IS NULL OR j.finished_at >= $3)
      AND ($4::timestamptz IS NULL OR j.finished_at < $4)
    LIMIT $5 + 1) AS matched
@@ -344,14 +358,14 @@ SELECT count(*) AS jobs FROM (
 -- param $2 tenant bigint?
 -- param $3 cap integer
 -- column jobs bigint
--- What a cancel with that filter would take (AdminJobsStore's Cancel).
-SELECT count(*) AS jobs FROM (
-  SELECT 1 FROM bulkhead.jobs j
-   WHERE j.state IN ('available', 'parked')
-     AND ($1::bigint IS NULL OR j.channel_id = $1)
-     AND ($2::bigint IS NULL
-          OR j.channel_id IN (SELECT ch.id FROM bulkhead.channels ch WHERE ch.tenant_id = $2))
-   LIMIT $3 + 1) AS matched
+-- What a cancel with that filter would take (AdminJobsStore's Cancel): each state in its own
+-- partial index, as Cancel looks for them (a WHERE naming both states reads neither index).
+SELECT (SELECT count(*) FROM (
+          SELECT 1 FROM bulkhead.jobs j
+           WHERE j.state = 'available' AND {{channel_or_tenant}} LIMIT $3 + 1) AS a)
+     + (SELECT count(*) FROM (
+          SELECT 1 FROM bulkhead.jobs j
+           WHERE j.state = 'parked' AND {{channel_or_tenant}} LIMIT $3 + 1) AS p) AS jobs
 
 -- name: FinishedBetween
 -- Per tier, the deliveries that completed and that were discarded after $1, up to $2.

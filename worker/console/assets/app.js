@@ -175,8 +175,9 @@ async function overviewPage(match, seq) {
     { text: 'Completed/s', num: true }, { text: 'Discarded/s', num: true },
     { text: 'Failure rate', num: true }], o.tiers, (t) =>
     el('tr', { 'data-test': 'tier-row', 'data-queue': t.queue },
-      el('td', {}, t.queue), num(capped(t.available, t.capped)), num(t.scheduled),
-      num(t.executing), num(capped(t.parked, t.capped)), num(seconds(t.lag_s)),
+      el('td', {}, t.queue), num(capped(t.available, t.available_capped)),
+      num(capped(t.scheduled, t.scheduled_capped)),
+      num(t.executing), num(capped(t.parked, t.parked_capped)), num(seconds(t.lag_s)),
       num(rate(t.completed_per_s)), num(rate(t.discarded_per_s)), num(percent(t.failure_rate))),
   'No tiers.');
   const nodes = table(['Node', 'Host', 'Version', 'Tiers', { text: 'Heartbeat age', num: true },
@@ -193,7 +194,7 @@ async function overviewPage(match, seq) {
       el('td', {}, b.tier), el('td', {}, badge(b.state), b.paused ? [' ', badge('paused')] : ''),
       el('td', { title: when(b.since) }, seconds(b.since_s) + ' ago'), num(b.trips),
       el('td', { class: 'error-text' }, b.reason || ''),
-      num(probeIn(b)), num(b.parked)),
+      num(probeIn(b)), num(capped(b.parked, b.parked_capped))),
   'Every breaker is closed.');
   const window_s = o.tiers.length ? o.tiers[0].window_s : 0;
   setMain(
