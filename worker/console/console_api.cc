@@ -265,7 +265,14 @@ Response ConsoleApp::Api(const Request& request, const Caller& caller) {
 }
 
 Response ConsoleApp::Overview() {
-  json overview = json::parse(pool_.With([](ConsoleStores& s) { return s.console.Overview(); }));
+  std::unique_lock lock(overview_mu_);
+  const auto now = clock_.Now();
+  if (overview_.empty() || now - overview_at_ >= kOverviewFresh) {
+    overview_ = pool_.With([](ConsoleStores& s) { return s.console.Overview(); });
+    overview_at_ = now;
+  }
+  json overview = json::parse(overview_);
+  lock.unlock();
   const std::map<std::string, TierRates> rates = rates_.Rates();
   for (json& tier : overview["tiers"]) {
     auto it = rates.find(tier["queue"].get<std::string>());

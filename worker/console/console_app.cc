@@ -74,7 +74,7 @@ bool IsPage(std::string_view path) {
 
 ConsoleApp::ConsoleApp(TokenCheck tokens, ConsolePool& pool, RateSampler& rates,
                        const WaitClock& clock)
-    : tokens_(std::move(tokens)), pool_(pool), rates_(rates), sessions_(clock) {}
+    : tokens_(std::move(tokens)), pool_(pool), rates_(rates), clock_(clock), sessions_(clock) {}
 
 Response ConsoleApp::Handle(const Request& request) {
   const bool get = request.method == "GET" || request.method == "HEAD";

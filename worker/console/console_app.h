@@ -16,11 +16,13 @@
 //
 // Threads: Handle() is called from the server's request threads, several at once. The
 // TokenCheck is immutable; the SessionTable, the ConsolePool and the RateSampler are safe from
-// any thread.
+// any thread; the cached overview is guarded by overview_mu_.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,10 +73,20 @@ class ConsoleApp {
   void Audit(const Caller& caller, std::string_view action, const std::string& target,
              const std::string& filter_json, int64_t jobs);
 
+  // The overview answered within kOverviewFresh of its making is answered again: every open
+  // browser polls it every 2 s, and the console's cost must not grow with the people watching.
+  static constexpr auto kOverviewFresh = std::chrono::seconds(1);
+
   const TokenCheck tokens_;
   ConsolePool& pool_;
   RateSampler& rates_;
+  const WaitClock& clock_;
   SessionTable sessions_;
+  // Held while the overview is made, so that browsers asking at once wait for one query.
+  std::mutex overview_mu_;
+  WaitClock::time_point overview_at_;  // guarded by overview_mu_
+  std::string overview_;               // guarded by overview_mu_; "" before the first
+
 };
 
 }  // namespace bulkhead::console

@@ -18,11 +18,12 @@
 -- Per tier, each count reads one range of a partial index of unfinished rows, at most $1 + 1
 -- entries: due and later available jobs per priority in jobs_claim, executing jobs in
 -- jobs_executing, parked jobs in jobs_parked (by channel, then summed by the channel's tier).
--- Each of the (at most 100) broken channels' parked jobs are counted to $2 + 1. The page is
--- polled every 2 s by every open browser, so its caps are lower than the other pages'.
+-- The 25 channels broken longest are listed, each with its parked jobs counted to $2 + 1, and
+-- all broken channels counted (one pass over channels). The page is polled every 2 s by every
+-- open browser, so its caps are lower than the other pages' (and the console caches it, 1 s).
 -- The leader is the node whose maintenance connection holds the fleet's advisory lock
 -- (fleet_store.sql, Lead), found by the tag that connection names itself with.
-WITH tier_counts AS (
+WITH tier_counts AS MATERIALIZED (  -- each count once, though several fields read it
   SELECT q.name AS queue,
          (SELECT count(*) FROM (
             SELECT 1 FROM generate_series(1, 3) AS p(priority)
@@ -46,12 +47,14 @@ WITH tier_counts AS (
     FROM bulkhead.tiers q
 ), parked_sample AS (
   SELECT j.channel_id FROM bulkhead.jobs j WHERE j.state = 'parked' LIMIT $1 + 1
-), parked AS (
-  SELECT t.tier AS queue, count(*) AS n
-    FROM parked_sample p
-    JOIN bulkhead.channels ch ON ch.id = p.channel_id
-    JOIN bulkhead.tenants t ON t.id = ch.tenant_id
-   GROUP BY t.tier
+), parked AS (  -- grouped by channel first, so that only those channels are looked up
+  SELECT tier.name AS queue, sum(p.n)::bigint AS n
+    FROM (SELECT channel_id, count(*) AS n FROM parked_sample GROUP BY channel_id) AS p
+   CROSS JOIN LATERAL (SELECT t.tier AS name FROM bulkhead.channels ch
+                         JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+                        WHERE ch.id = p.channel_id
+                        LIMIT 1) AS tier  -- LIMIT: looked up by key, never joined whole
+   GROUP BY tier.name
 ), leader AS (
   SELECT n.name FROM pg_locks l
     JOIN pg_stat_activity a ON a.pid = l.pid
@@ -65,7 +68,7 @@ WITH tier_counts AS (
     FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
    WHERE NOT {{flowing}}
    ORDER BY ch.breaker_state = 'closed', ch.breaker_changed_at, ch.id
-   LIMIT 100
+   LIMIT 25
 )
 SELECT jsonb_build_object(
   'tiers', coalesce((
@@ -102,6 +105,7 @@ SELECT jsonb_build_object(
                             WHERE j.channel_id = b.id AND j.state = 'parked'
                             LIMIT $2 + 1) AS c) AS parked
               FROM broken b) AS b), '[]'),
+  'broken_channels', (SELECT count(*) FROM bulkhead.channels ch WHERE NOT {{flowing}}),
   'sampled_at', {{utc(now())}}) AS body
 
 -- name: ChannelList
