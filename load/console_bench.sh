@@ -26,7 +26,9 @@
 #  3. `bulkhead console` on a free loopback port with a throwaway admin token.
 #  4. Each request below CONSOLE_BENCH_RUNS times with curl (a process, a connection and the
 #     bearer token each time), after one untimed first call (its time is shown as "first"):
-#     p50, p95 and max ms, and the HTTP status. A p95 over 100 ms is flagged.
+#     p50, p95 and max ms, and the HTTP status. A p95 over 100 ms is flagged. The overview is
+#     asked twice: back to back (answered from the console's 1 s cache) and 1.1 s apart
+#     ("#afresh": each made by its query).
 #  5. The claim with and without the console, in turn (without, with, hammer, …,
 #     CONSOLE_BENCH_PAIRS rounds): CONSOLE_BENCH_JOBS deliveries over 20 tenants of one channel
 #     each to bulkhead-mock's /hook/fast, enqueued with bulkhead.enqueue_many into the same
@@ -54,6 +56,9 @@
 #                                      appended: the cluster is always started durable)
 #   CONSOLE_BENCH_REFILL     0         1: drop the database and fill afresh even if sizes match
 #   CONSOLE_BENCH_SAVE       0         1: also write the output to load/results/
+#   CONSOLE_BENCH_RUNS_OF    "without with hammer"  the runs of each round in step 5; also
+#                                      "idle": the console running, nobody asking it anything
+#                                      (counted with "with" in the summary)
 #
 # Does not build: it runs build/bin/bulkhead, bulkhead-mock as they are. Everything listens on
 # loopback; the console, the node, the mock, the console's load and the cluster are stopped on
@@ -316,6 +321,7 @@ requests=(
   "/"
   "/assets/app.js"
   "/api/overview"
+  "/api/overview#afresh"
   "/api/channels"
   "/api/channels?q=globex-0123"
   "/api/channels?q=acme"
@@ -342,7 +348,12 @@ rows=()
 for path in "${requests[@]}"; do
   read -r _ first < <(get "$path")
   : >"$work/request.times"
-  for ((r = 0; r < runs; r++)); do get "$path" >>"$work/request.times"; done
+  for ((r = 0; r < runs; r++)); do
+    # "#afresh": 1.1 s apart, past the console's 1 s cache of the overview, so that each is
+    # made by its query (the plain row shows what the browsers polling it together get).
+    [[ $path == *"#afresh" ]] && sleep 1.1
+    get "$path" >>"$work/request.times"
+  done
   row=$(sort -n -k2 "$work/request.times" | awk -v path="$path" -v first="$first" '
     { s[NR] = $2 * 1000; codes[$1]++ }
     END {
@@ -459,7 +470,9 @@ drain() {
   if [ "$which" != without ]; then
     : >"$work/console.log"
     console_start
-    for i in 1 2 3 4; do browser >"$work/load-browser-$i.times" & load_pids+=($!); done
+    if [ "$which" != idle ]; then
+      for i in 1 2 3 4; do browser >"$work/load-browser-$i.times" & load_pids+=($!); done
+    fi
     if [ "$which" = hammer ]; then
       counter >"$work/load-counter.times" & load_pids+=($!)
     fi
@@ -509,7 +522,7 @@ echo
 echo "--- the claim without and with the console: $jobs deliveries over 20 channels, one node"
 echo "    (200 workers, share 0.5), beside the table above; $pairs pair(s), load average $(load_average all)"
 for ((p = 1; p <= pairs; p++)); do
-  for which in without with hammer; do
+  for which in ${CONSOLE_BENCH_RUNS_OF:-without with hammer}; do
     echo "--- pair $p, $which the console"
     drain "$which"
   done
@@ -530,7 +543,7 @@ for row in "${summary_rows[@]}"; do
   printf '%-8s %12s %9s %14s %11s %10s %16s %8s %8s\n' "$which" "$rate" "$secs" "$claim" "$lb" "$la" \
     "$creq" "$cp50" "$cp95"
   case "$which" in
-    with) with+=("$rate") ;;
+    with | idle) with+=("$rate") ;;
     hammer) hammer+=("$rate") ;;
     *) without+=("$rate") ;;
   esac
