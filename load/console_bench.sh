@@ -57,8 +57,9 @@
 #   CONSOLE_BENCH_REFILL     0         1: drop the database and fill afresh even if sizes match
 #   CONSOLE_BENCH_SAVE       0         1: also write the output to load/results/
 #   CONSOLE_BENCH_RUNS_OF    "without with hammer"  the runs of each round in step 5; also
-#                                      "idle": the console running, nobody asking it anything
-#                                      (counted with "with" in the summary)
+#                                      "idle": the console running, nobody asking it anything;
+#                                      "empty": the four browsers asking /api/session, which
+#                                      reads no table (both counted with "with" in the summary)
 #
 # Does not build: it runs build/bin/bulkhead, bulkhead-mock as they are. Everything listens on
 # loopback; the console, the node, the mock, the console's load and the cluster are stopped on
@@ -423,13 +424,20 @@ cat >"$work/node.json" <<JSON
 JSON
 
 # browser: an operator with the console open, as app.js asks: the overview every 2 s (its
-# refresh), and the channels list every 20 s (a move to another page and back).
+# refresh), and the channels list every 20 s (a move to another page and back). As "session"
+# (the "empty" runs) it asks /api/session instead, which reads no table: the same requests,
+# processes and connections without the console's queries.
 browser() {
   local i
   for ((i = 0; i < 3600; i++)); do
     [ -e "$work/load.stop" ] && return 0
-    get /api/overview
-    ((i % 10 == 9)) && get /api/channels
+    if [ "${1:-}" = session ]; then
+      get /api/session
+      ((i % 10 == 9)) && get /api/session
+    else
+      get /api/overview
+      ((i % 10 == 9)) && get /api/channels
+    fi
     sleep 2
   done
 }
@@ -470,7 +478,9 @@ drain() {
   if [ "$which" != without ]; then
     : >"$work/console.log"
     console_start
-    if [ "$which" != idle ]; then
+    if [ "$which" = empty ]; then
+      for i in 1 2 3 4; do browser session >"$work/load-browser-$i.times" & load_pids+=($!); done
+    elif [ "$which" != idle ]; then
       for i in 1 2 3 4; do browser >"$work/load-browser-$i.times" & load_pids+=($!); done
     fi
     if [ "$which" = hammer ]; then
@@ -543,7 +553,7 @@ for row in "${summary_rows[@]}"; do
   printf '%-8s %12s %9s %14s %11s %10s %16s %8s %8s\n' "$which" "$rate" "$secs" "$claim" "$lb" "$la" \
     "$creq" "$cp50" "$cp95"
   case "$which" in
-    with | idle) with+=("$rate") ;;
+    with | idle | empty) with+=("$rate") ;;
     hammer) hammer+=("$rate") ;;
     *) without+=("$rate") ;;
   esac

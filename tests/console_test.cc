@@ -214,6 +214,15 @@ TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndLogoutEndsIt) {
             401);
 }
 
+TEST_F(ConsoleTest, AHeadIsAnsweredWithTheHeadersOfItsGetAndNoBody) {
+  HttpReply get = Call("GET", "/api/session", kAdmin);
+  HttpReply head = Call("HEAD", "/api/session", kAdmin);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_EQ(head.Header("content-length"), std::to_string(get.body.size()));
+  EXPECT_EQ(Call("HEAD", "/api/channels", "").status, 401);
+}
+
 TEST_F(ConsoleTest, EveryAnswerCarriesTheSecurityHeaders) {
   for (const auto& [path, token] :
        std::vector<std::pair<std::string, std::string>>{{"/", kAdmin},

@@ -45,7 +45,11 @@ HttpReply Send(const HttpCall& call) {
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> owned(headers, curl_slist_free_all);
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, call.url.c_str());
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, call.method.c_str());
+  if (call.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);  // a HEAD's answer has no body to wait for
+  } else {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, call.method.c_str());
+  }
   if (!call.body.empty() || call.method == "POST") {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, call.body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body.size()));

@@ -81,7 +81,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   void OnRead(beast::error_code ec) {
     if (ec == http::error::body_limit) {
       // The header arrived and says what was asked; the rest is not read. Answer and close.
-      Write(TooLarge(), parser_->get().version(), false);
+      Write(TooLarge(), parser_->get().version(), false, false);
       return;
     }
     if (ec) return Close();
@@ -108,11 +108,17 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
           {{"path", request.path}, {"error", e.what()}});
       out = {500, "application/json; charset=utf-8", "{\"error\": \"internal error\"}\n", {}};
     }
-    Write(out, in.version(), in.keep_alive());
+    Write(out, in.version(), in.keep_alive(), in.method() == http::verb::head);
   }
 
-  void Write(const Response& out, unsigned version, bool keep_alive) {
+  // `head`: the answer to a HEAD, whose headers say the length of the body a GET would get and
+  // which carries none.
+  void Write(const Response& out, unsigned version, bool keep_alive, bool head) {
     response_ = ToBeast(out, version, keep_alive);
+    if (head) {
+      response_.body().clear();
+      response_.content_length(out.body.size());
+    }
     beast::get_lowest_layer(stream_).expires_after(kStepDeadline);
     http::async_write(stream_, response_,
                       [self = this->shared_from_this(), keep_alive](beast::error_code ec, size_t) {
