@@ -36,7 +36,7 @@ class ConsoleTest : public DeliveryTest {
     pool_ = std::make_unique<console::ConsolePool>(conninfo());
     rates_ = std::make_unique<console::RateSampler>(
         *pool_, console::RateSampler::Options{.every = std::chrono::milliseconds(100),
-                                              .settle = std::chrono::milliseconds(0)});
+                                              .settle = std::chrono::milliseconds(300)});
     app_ = std::make_unique<console::ConsoleApp>(console::TokenCheck(kAdmin, kViewer), *pool_,
                                                  *rates_);
     server_ = std::make_unique<console::ConsoleServer>(
@@ -385,7 +385,9 @@ TEST_F(ConsoleTest, TheOverviewShowsTiersNodesAndTheLeader) {
 
 TEST_F(ConsoleTest, TheRatesCountWhatFinishedSinceTheConsoleStarted) {
   // Let the sampler set where its windows begin, then finish 30 deliveries, 3 of them discarded.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // (Its windows end 300 ms behind the database's now, so that the UPDATE has committed before
+  // a window that holds its finished_at is counted: the settle of RateSampler::Options.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
   std::vector<int64_t> ids = EnqueueMany(channel_, 30);
   // One statement, as a node's record is: a sampler's count between two statements would see
   // the first's rows completed and never learn that three of them were discarded after.
