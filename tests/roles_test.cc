@@ -377,8 +377,10 @@ TEST_F(RolesTest, GrantReplacesBroadGrantsAndRunningItAgainChangesNothing) {
   CommandResult first = Run({"grant", "--role", "bk_app", "--as", "app"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("granted bk_app the app part"), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("enqueue(bigint,jsonb,text,timestamp with time zone)"),
+  EXPECT_NE(first.out.find("enqueue(bigint,jsonb,text,timestamp with time zone,text)"),
             std::string::npos)
+      << first.out;
+  EXPECT_NE(first.out.find("publish(bigint,text,jsonb,text,text)"), std::string::npos)
       << first.out;
   EXPECT_EQ(first.out.find("jobs "), std::string::npos) << first.out;
   EXPECT_EQ(ExpectSqlFailure(app, "SELECT secret FROM bulkhead.channels").sqlstate, "42501");
