@@ -131,6 +131,13 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                       "Jobs whose next attempt a 429 or 503 with Retry-After pushed later: the "
                       "answering job and its channel's waiting jobs")
                   .Register(r);
+  rate_limited_ = &BuildCounter()
+                       .Name("bulkhead_rate_limited_total")
+                       .Help(
+                           "Jobs a claim gave this node that their channel's rate limit held "
+                           "back: no token was left in the channel's fleet-wide bucket, so they "
+                           "went back to wait, unsent and with their attempt unspent")
+                       .Register(r);
   channels_gone_ = &BuildCounter()
                         .Name("bulkhead_channels_gone_total")
                         .Help(
@@ -293,6 +300,7 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
   t.capped_tenant = &capped_->Add({{"tier", tier}, {"reason", "tenant"}});
   t.parked = &parked_->Add({{"tier", tier}});
   t.snoozed = &snoozed_->Add({{"tier", tier}});
+  t.rate_limited = &rate_limited_->Add({{"tier", tier}});
   t.channels_gone = &channels_gone_->Add({{"tier", tier}});
   t.blocked = &blocked_->Add({{"tier", tier}});
   t.transitions_open = &transitions_->Add({{"tier", tier}, {"to", "open"}});

@@ -72,6 +72,7 @@ class Metrics {
     prometheus::Counter* capped_tenant = nullptr;
     prometheus::Counter* parked = nullptr;
     prometheus::Counter* snoozed = nullptr;        // jobs a Retry-After pushed later
+    prometheus::Counter* rate_limited = nullptr;   // jobs handed back for want of a token
     prometheus::Counter* channels_gone = nullptr;  // channels disabled by a 410
     prometheus::Counter* blocked = nullptr;        // attempts the SSRF guard refused
     prometheus::Counter* transitions_open = nullptr;
@@ -135,6 +136,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* capped_;
   prometheus::Family<prometheus::Counter>* parked_;
   prometheus::Family<prometheus::Counter>* snoozed_;
+  prometheus::Family<prometheus::Counter>* rate_limited_;
   prometheus::Family<prometheus::Counter>* channels_gone_;
   prometheus::Family<prometheus::Counter>* blocked_;
   prometheus::Family<prometheus::Counter>* transitions_;
