@@ -42,6 +42,7 @@ ClaimedJob ClaimedFromRow(sql::Claim::Row&& row) {
   job.secret = std::move(row.secret.value());
   job.old_secrets = OldSecrets(row.old_secrets);
   job.wait_s = row.wait_s.value();
+  job.rate_limit_per_s = row.rate_limit_per_s.value_or(0);
   return job;
 }
 
@@ -183,6 +184,22 @@ int ClaimStore::SnoozeChannel(int64_t channel, int64_t delay_ms) {
       sql::SnoozeChannel::Run(tx, {.channel = channel, .delay_ms = static_cast<double>(delay_ms)}));
   tx.commit();
   return snoozed;
+}
+
+std::vector<TokenGrant> ClaimStore::TakeTokens(const std::vector<TokenRequest>& requests) {
+  std::vector<int64_t> channels;
+  std::vector<int> wanted;
+  for (const auto& r : requests) {
+    channels.push_back(r.channel);
+    wanted.push_back(r.wanted);
+  }
+  pqxx::nontransaction tx(conn_, "take_tokens");  // one statement: atomic in autocommit
+  std::vector<TokenGrant> grants;
+  for (const sql::TakeTokens::Row& row :
+       sql::TakeTokens::Run(tx, {.channels = channels, .wanted = wanted})) {
+    grants.push_back({row.channel_id, row.granted, row.rate.value_or(0), row.tat_in_ms});
+  }
+  return grants;
 }
 
 void ClaimStore::MarkAsleep(const std::string& queue, const std::string& node) {

@@ -55,6 +55,11 @@ class ClaimStore {
   // never earlier than they were. Returns the jobs moved.
   int SnoozeChannel(int64_t channel, int64_t delay_ms);
 
+  // Takes tokens from the rate buckets of limited channels, fleet-wide: for each request, how
+  // many of its jobs may go now (the rest go back: HandBack). A channel deleted meanwhile is
+  // not answered; one whose limit was removed is granted everything (rate 0).
+  std::vector<TokenGrant> TakeTokens(const std::vector<TokenRequest>& requests);
+
   // Marks `node`'s runner of `queue` as waiting for news, so that enqueues notify it, or as
   // busy, so that they do not (bulkhead.sleepers, ADR 0019). Each is its own transaction.
   void MarkAsleep(const std::string& queue, const std::string& node);

@@ -163,6 +163,7 @@ SELECT next.*
 -- column parked boolean?: picked for a channel that does not flow, and parked
 -- column wait_s double precision?: the queue wait
 -- column old_secrets text?: space-separated; NULL for none
+-- column rate_limit_per_s double precision?: the channel's rate limit now (NULL: none)
 -- column held_back bigint: rows locked and left
 -- column windows_kept bigint: what the windows found within the caps
 -- column heads bigint: heads the skip scan visited
@@ -362,7 +363,8 @@ WITH RECURSIVE flying AS (
          LATERAL (SELECT {{flowing}}) AS flow(ok)
    WHERE j.ctid = claiming.ctid AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
-            ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until
+            ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until,
+            ch.rate_limit_per_s
 ), seen AS (
   SELECT
        -- Rows it locked that the caps (or the limit) left: there is more to claim than this
@@ -382,6 +384,8 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
        -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
        greatest(extract(epoch FROM now() - claimed.scheduled_at), 0)::float8 AS wait_s,
        CASE WHEN claimed.state = 'executing' THEN {{old_secrets}} END AS old_secrets,
+       -- Read with every claim, so a changed limit reaches the runner's RateGate at once.
+       claimed.rate_limit_per_s,
        seen.*
   FROM seen LEFT JOIN claimed ON true
  ORDER BY claimed.priority, claimed.scheduled_at, claimed.id
@@ -478,6 +482,71 @@ UPDATE bulkhead.jobs
    SET scheduled_at = now() + $2 * interval '1 millisecond'
  WHERE channel_id = $1 AND state = 'available'
    AND scheduled_at < now() + $2 * interval '1 millisecond'
+
+-- fragment: tokens_granted(bucket_tat, want)
+-- How many of `want`'s n tokens its channel's bucket grants now, given the bucket's theoretical
+-- arrival time `bucket_tat` (GCRA, migration 0013): a full bucket holds want.burst tokens, and
+-- each 1/rate seconds that tat lies ahead of now takes one away. The 1e-9 keeps a float's
+-- rounding from withholding a token that is due exactly now.
+least({{want}}.n,
+            greatest(floor({{want}}.burst
+                           - extract(epoch FROM greatest({{bucket_tat}}, now()) - now())
+                             * {{want}}.rate + 1e-9), 0))::int
+
+-- name: TakeTokens
+-- Takes up to $2 tokens from each channel $1's rate bucket (fleet-wide); returns the grants.
+-- param $1 channels bigint[]: channels with a rate limit, each once
+-- param $2 wanted integer[]: the jobs of each a claim gave this node, in the order of $1
+-- column channel_id bigint
+-- column granted integer: jobs of the channel that may go now; the rest go back
+-- column rate double precision?: the channel's limit now (NULL: none any more: all granted)
+-- column tat_in_ms double precision: how far the bucket's arrival time lies ahead of now
+-- Rate limits (channels.rate_limit_per_s, migration 0013, docs/ordering.md): a runner whose
+-- claim took jobs of limited channels takes one token for each from the channel's bucket
+-- before it sends any, and hands back at once, with their attempt unspent, those it got no
+-- token for: a limited channel never holds a slot while it waits for its turn. The buckets
+-- are rows of bulkhead.rate_buckets, so the limit holds however many nodes claim. The rows are
+-- locked in channel order before they are changed, so two nodes taking tokens of the same
+-- channels never deadlock. A channel's first bucket starts full (inserted here; a concurrent
+-- first insert by another node leaves this one's grant at 0, and its jobs go back). The limit
+-- is read from the channel row each time: a changed limit takes effect at the next claim.
+WITH want AS (
+  SELECT w.channel_id, w.n, ch.rate_limit_per_s AS rate,
+         greatest(floor(ch.rate_limit_per_s), 1) AS burst
+    FROM unnest($1::bigint[], $2::int[]) AS w(channel_id, n)
+    JOIN bulkhead.channels ch ON ch.id = w.channel_id
+), locked AS (
+  SELECT b.channel_id
+    FROM bulkhead.rate_buckets b
+   WHERE b.channel_id IN (SELECT channel_id FROM want WHERE rate IS NOT NULL)
+   ORDER BY b.channel_id
+     FOR UPDATE
+), seeded AS (
+  INSERT INTO bulkhead.rate_buckets AS b (channel_id, tat, granted)
+  SELECT w.channel_id, now() + least(w.n, w.burst) / w.rate * interval '1 second',
+         least(w.n, w.burst)
+    FROM want w
+   WHERE w.rate IS NOT NULL AND w.channel_id NOT IN (SELECT channel_id FROM locked)
+   ORDER BY w.channel_id
+      ON CONFLICT (channel_id) DO NOTHING
+  RETURNING b.channel_id, b.tat, b.granted
+), taken AS (
+  UPDATE bulkhead.rate_buckets AS b
+     SET granted = {{tokens_granted(b.tat, w)}},
+         tat = greatest(b.tat, now())
+               + {{tokens_granted(b.tat, w)}} / w.rate * interval '1 second'
+    FROM want w, locked l
+   WHERE b.channel_id = l.channel_id AND w.channel_id = l.channel_id
+  RETURNING b.channel_id, b.tat, b.granted
+)
+SELECT w.channel_id,
+       CASE WHEN w.rate IS NULL THEN w.n ELSE coalesce(s.granted, t.granted, 0) END AS granted,
+       w.rate,
+       coalesce(extract(epoch FROM coalesce(s.tat, t.tat) - now()) * 1000, 0)::float8
+         AS tat_in_ms
+  FROM want w
+  LEFT JOIN seeded s ON s.channel_id = w.channel_id
+  LEFT JOIN taken t ON t.channel_id = w.channel_id
 
 -- name: MarkAsleep
 -- Records that node $2's runner of queue $1 waits for news (migration 0010, ADR 0019).

@@ -30,6 +30,21 @@ struct ClaimedJob {
   std::vector<std::string> old_secrets;
   bool probe = false;  // sent as its channel's one breaker probe (ClaimProbes)
   double wait_s = 0;   // Claim only: seconds from its enqueue or scheduled retry to the claim
+  // Claim only: the channel's requests a second across the fleet (channels.rate_limit_per_s);
+  // 0: no limit. The runner takes a token for each such job before it sends it (RateGate).
+  double rate_limit_per_s = 0;
+};
+
+// A runner's ask of a limited channel's token bucket (ClaimStore::TakeTokens), and the answer.
+struct TokenRequest {
+  int64_t channel = 0;
+  int wanted = 0;
+};
+struct TokenGrant {
+  int64_t channel = 0;
+  int granted = 0;        // of the jobs wanted, how many may go now
+  double rate = 0;        // the channel's limit now; 0: none any more (all were granted)
+  double tat_in_ms = 0;   // how far the bucket's theoretical arrival time lies ahead of now
 };
 
 // The outcome of one attempt, to be written back.

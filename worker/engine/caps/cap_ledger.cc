@@ -191,6 +191,28 @@ int CapLedger::tenant_in_flight(int64_t tenant) const {
 
 size_t CapLedger::tracked() const { return channels_.size() + tenants_.size(); }
 
+void CapLedger::Narrow(ClaimLimits& limits, int64_t channel, int room) {
+  auto& flying = limits.channels_in_flight;
+  // Every channel's window and lend window explicit from here on (empty lists mean defaults).
+  if (limits.channel_windows.size() != flying.size()) {
+    limits.channel_windows.assign(flying.size(), limits.channel_cap);
+  }
+  if (limits.lend_windows.size() != flying.size()) limits.lend_windows.assign(flying.size(), 0);
+  auto it = std::find_if(flying.begin(), flying.end(),
+                         [&](const auto& entry) { return entry.first == channel; });
+  if (it == flying.end()) {
+    // Not in flight here: its first window, at most `room`.
+    flying.emplace_back(channel, 0);
+    limits.channel_windows.push_back(
+        std::min(limits.first_window > 0 ? limits.first_window : limits.channel_cap, room));
+    limits.lend_windows.push_back(0);
+    return;
+  }
+  const size_t i = static_cast<size_t>(it - flying.begin());
+  limits.channel_windows[i] = std::min(limits.channel_windows[i], it->second + room);
+  limits.lend_windows[i] = 0;
+}
+
 void CapLedger::LeaveOut(ClaimLimits& limits, int64_t channel) {
   auto& flying = limits.channels_in_flight;
   auto it = std::find_if(flying.begin(), flying.end(),

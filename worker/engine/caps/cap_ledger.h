@@ -139,6 +139,9 @@ class CapLedger {
   // Makes the claim of `limits` leave `channel` out, as a channel at its cap, with nothing to
   // lend it (the runner's channels whose open is pending, QueueRunner::handed_back_open_).
   static void LeaveOut(ClaimLimits& limits, int64_t channel);
+  // Makes the claim of `limits` take at most `room` more jobs of `channel` (0: none, its rows
+  // left out), and lend it nothing (the rate limits' RateGate). Never widens its window.
+  static void Narrow(ClaimLimits& limits, int64_t channel, int room);
 
   int in_flight(int64_t channel) const;
   int tenant_in_flight(int64_t tenant) const;

@@ -71,6 +71,11 @@ QueueRunner::QueueRunner(Options options, RunnerStore& store, HttpSender& sender
                      "jobs discarded at once: the SSRF guard refused their endpoint's address "
                      "(each job's last_error says which and why; allowed_networks lets a "
                      "network through)"}}),
+      rate_limited_log_(LogLevel::kInfo, "deliveries_rate_limited",
+                        {{"tier", options_.tier.name},
+                         {"detail",
+                          "claimed jobs of rate-limited channels sent back unsent: their "
+                          "channel's fleet-wide bucket had no token left"}}),
       cap_summary_(options_.tier.name, metrics_),
       answers_({options_.tier.name, options_.node, metrics_}, store_, writer_),
       sleep_(options_.tier.name, options_.node),
@@ -206,7 +211,8 @@ void QueueRunner::Run() {
       lock.lock();
       continue;
     }
-    bool due = more || wake_ || now >= next_poll || now >= sleep_.recheck_at();
+    bool due = more || wake_ || now >= next_poll || now >= sleep_.recheck_at() ||
+               now >= rate_due_;
     if (free > 0 && due && writer_.Saturated()) {
       // Results are not being written fast enough: claiming more would only pile them up,
       // and what is unwritten is what a crash sends twice (CompletionWriter's bound). Looked
@@ -227,7 +233,9 @@ void QueueRunner::Run() {
       if (polled && sleep_.marked()) sleep_.Write(store_);
       int taken = 0;
       bool lending_withheld = false;
-      std::vector<ClaimedJob> jobs = ClaimOrBackOff(free, !news, &taken, &lending_withheld);
+      std::vector<ClaimedJob> jobs =
+          AdmitByRate(ClaimOrBackOff(free, !news, &taken, &lending_withheld));
+      rate_due_ = rate_.next_due(std::chrono::steady_clock::now());
       if (news) news_claims_.Took(taken, now);
       sleep_.Claimed(now);
       next_poll = NextPoll();
@@ -279,7 +287,7 @@ void QueueRunner::Run() {
       service_.WaitUntil(
           lock,
           std::min({next_poll, next_probe, cap_summary_.next_summary(), answers_.due(),
-                    sleep_.recheck_at()}),
+                    sleep_.recheck_at(), rate_due_}),
           [&] { return wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot
@@ -311,6 +319,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       std::erase_if(handed_back_open_,
                     [&](int64_t channel) { return !keeper_.OpenPending(channel); });
       for (int64_t channel : handed_back_open_) CapLedger::LeaveOut(limits, channel);
+      rate_.Narrow(limits, std::chrono::steady_clock::now());
       const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
@@ -381,6 +390,39 @@ std::vector<ClaimedJob> QueueRunner::ClaimProbes(int limit) {
     store_.Reset();
     return {};
   }
+}
+
+std::vector<ClaimedJob> QueueRunner::AdmitByRate(std::vector<ClaimedJob> jobs) {
+  const std::vector<TokenRequest> requests = rate_.Requests(jobs);
+  if (requests.empty()) return jobs;
+  std::vector<TokenGrant> grants;
+  try {
+    grants = store_.TakeTokens(requests);
+  } catch (const std::exception& e) {
+    // No token without the bucket: every limited job goes back (below). If the hand-back
+    // fails too, they stay executing under this node's name, which holds none of them, and
+    // the node's stranded sweep returns them (fleet_store.sql ReturnStranded).
+    Log(LogLevel::kWarn, "take_tokens_failed",
+        {{"tier", options_.tier.name}, {"error", FirstLine(e.what())}});
+    store_.Reset();
+    for (const auto& r : requests) grants.push_back({r.channel, 0, 0, 0});
+  }
+  RateGate::Split split = rate_.Admit(std::move(jobs), grants, std::chrono::steady_clock::now());
+  if (!split.back.empty()) {
+    rate_limited_ += split.back.size();
+    rate_limited_log_.Add(split.back.size());
+    if (metrics_) metrics_->rate_limited->Increment(static_cast<double>(split.back.size()));
+    try {
+      store_.HandBack(split.back, options_.node);
+    } catch (const std::exception& e) {
+      Log(LogLevel::kWarn, "hand_back_failed",
+          {{"tier", options_.tier.name},
+           {"jobs", split.back.size()},
+           {"error", FirstLine(e.what())}});
+      store_.Reset();
+    }
+  }
+  return std::move(split.go);
 }
 
 QueueRunner::CapsReached QueueRunner::Dispatch(std::vector<ClaimedJob> jobs) {

@@ -50,6 +50,13 @@
 // borrower's own enqueues, held by its cap), wake-ups claim as any claim does for a poll
 // interval (NewsClaims).
 //
+// Rate limits. A channel with a rate_limit_per_s sends at most that many requests a second
+// across the fleet: after each claim the runner takes a token for each of its jobs from the
+// channel's bucket in PostgreSQL and hands back at once, unsent and with the attempt unspent,
+// those it got none for; until the bucket is predicted to hold a token again the channel is
+// left out of this runner's claims, as if at its cap, so it never holds a slot while it waits
+// (RateGate, ADR 0021).
+//
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and
 // its channel's waiting jobs are pushed to no earlier than the same time, at most once a
@@ -100,6 +107,7 @@
 #include "logger.h"
 #include "metrics.h"
 #include "news_claims.h"
+#include "rate_gate.h"
 #include "retry_policy.h"
 #include "runner_store.h"
 #include "service_thread.h"
@@ -175,6 +183,8 @@ class QueueRunner {
   // Times a channel (tenant) reached its cap here since start.
   uint64_t channel_caps_hit() const { return cap_summary_.channel_caps_hit(); }
   uint64_t tenant_caps_hit() const { return cap_summary_.tenant_caps_hit(); }
+  // Jobs a claim gave this node that their channel's rate limit sent back, since start.
+  uint64_t rate_limited() const { return rate_limited_.load(); }
   // Jobs a Retry-After pushed later, and channels a 410 disabled (by this node), since start.
   uint64_t snoozed() const { return answers_.snoozed(); }
   uint64_t channels_gone() const { return answers_.channels_gone(); }
@@ -188,6 +198,9 @@ class QueueRunner {
   using CapsReached = CapLedger::AtCap;
   std::vector<ClaimedJob> ClaimProbes(int limit);
   CapsReached Dispatch(std::vector<ClaimedJob> jobs);
+  // Takes a token for each job of a rate-limited channel (RateGate) and hands back, unsent,
+  // those its channel's bucket did not grant; returns the jobs to send. Runner thread.
+  std::vector<ClaimedJob> AdmitByRate(std::vector<ClaimedJob> jobs);
   void OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outcome);  // I/O thread
   std::chrono::steady_clock::time_point NextPoll();
 
@@ -237,6 +250,7 @@ class QueueRunner {
   std::atomic<uint64_t> claimed_{0};
   std::atomic<uint64_t> probes_{0};
   std::atomic<uint64_t> parked_at_claim_{0};
+  std::atomic<uint64_t> rate_limited_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> claim_ok_{true};
 
@@ -248,6 +262,7 @@ class QueueRunner {
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
   RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
+  RepeatedEvent rate_limited_log_;  // jobs a rate limit sent back
 
   // Caps reached, counted and summarized (runner thread; see cap_summary.h).
   CapSummary cap_summary_;
@@ -269,6 +284,11 @@ class QueueRunner {
   // open committed (667 claims a second, issue 31). Once it has, the claim parks whatever of
   // them it picks (a hand-back that crossed the opening), as for any channel that is open.
   std::set<int64_t> handed_back_open_;
+  // The channels' rate limits (runner thread only; see rate_gate.h): each claim takes at most
+  // a limited channel's predicted tokens, and what its bucket does not grant goes back at once.
+  RateGate rate_;
+  // When a channel the rate limits left out has a token again: claim then (runner thread).
+  std::chrono::steady_clock::time_point rate_due_ = std::chrono::steady_clock::time_point::max();
 
   ServiceThread service_{mu_};  // the runner thread: started last, joined first
 };

@@ -32,6 +32,10 @@ GoneOutcome StoreRunnerStore::DisableGone(const GoneAnswer& answer, const std::s
   return store_.Get().DisableGone(answer, node);
 }
 
+std::vector<TokenGrant> StoreRunnerStore::TakeTokens(const std::vector<TokenRequest>& requests) {
+  return store_.Get().TakeTokens(requests);
+}
+
 void StoreRunnerStore::MarkAsleep(const std::string& queue, const std::string& node) {
   store_.Get().MarkAsleep(queue, node);
 }
