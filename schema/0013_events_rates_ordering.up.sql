@@ -1,5 +1,5 @@
 -- 0013_events_rates_ordering: what webhook senders expect on top of delivery (issue 33;
--- docs/ordering.md, docs/adr/0021-ordering-and-rate-limits.md):
+-- docs/events-rates-ordering.md; docs/adr/0021-ordering-and-rate-limits.md):
 --
 --   * event types: bulkhead.channels.event_types and bulkhead.publish(), one delivery to every
 --     enabled channel of a tenant subscribed to a type, in one statement;

@@ -501,10 +501,10 @@ least({{want}}.n,
 -- column granted integer: jobs of the channel that may go now; the rest go back
 -- column rate double precision?: the channel's limit now (NULL: none any more: all granted)
 -- column tat_in_ms double precision: how far the bucket's arrival time lies ahead of now
--- Rate limits (channels.rate_limit_per_s, migration 0013, docs/ordering.md): a runner whose
--- claim took jobs of limited channels takes one token for each from the channel's bucket
--- before it sends any, and hands back at once, with their attempt unspent, those it got no
--- token for: a limited channel never holds a slot while it waits for its turn. The buckets
+-- Rate limits (channels.rate_limit_per_s, migration 0013, docs/events-rates-ordering.md): a
+-- runner whose claim took jobs of limited channels takes one token for each from the channel's
+-- bucket before it sends any, and hands back at once, with their attempt unspent, those it got
+-- no token for: a limited channel never holds a slot while it waits for its turn. The buckets
 -- are rows of bulkhead.rate_buckets, so the limit holds however many nodes claim. The rows are
 -- locked in channel order before they are changed, so two nodes taking tokens of the same
 -- channels never deadlock. A channel's first bucket starts full (inserted here; a concurrent

@@ -1,8 +1,8 @@
 // RateGate: one runner's side of the channels' rate limits (channels.rate_limit_per_s,
-// docs/ordering.md, ADR 0021). The limit holds across the fleet through a token bucket per
-// channel in PostgreSQL (bulkhead.rate_buckets, ClaimStore::TakeTokens); this class decides what
-// to ask of it and keeps what it answered, so that a limited channel takes no worker slot while
-// it waits for its turn:
+// docs/events-rates-ordering.md, ADR 0021). The limit holds across the fleet through a token
+// bucket per channel in PostgreSQL (bulkhead.rate_buckets, ClaimStore::TakeTokens); this class
+// decides what to ask of it and keeps what it answered, so that a limited channel takes no
+// worker slot while it waits for its turn:
 //
 // - After a claim, Requests() names the limited channels among the claimed jobs and how many
 //   tokens each wants (a job each). The runner takes them (TakeTokens) and Split() keeps, of
