@@ -1,4 +1,4 @@
-// `bulkhead channel add | show | disable | enable | rotate-secret` as an operator runs them: the
+// `bulkhead channel add | show | disable | enable | rotate-secret | set` as an operator runs them: the
 // real binary against a real database, the rows they change, what enqueue does afterwards, and
 // their bad input — including that no secret is ever echoed back. (pause and resume are in
 // admin_command_test.cc.)
@@ -102,6 +102,125 @@ TEST_F(ChannelCommandTest, ShowNeverPrintsTheSecret) {
   CommandResult missing = Run({"channel", "show", "999999"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(missing.err, "bulkhead channel show: no channel with id 999999\n");
+}
+
+// `channel set` changes what it is given and keeps the rest; `show` and publish see the result.
+TEST_F(ChannelCommandTest, SetChangesSubscriptionsAndRateLimitAndShowShowsThem) {
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  auto column = [&](const std::string& expr) {
+    return QueryValue<std::string>(
+        db(), "SELECT coalesce(" + expr + "::text, 'NULL') FROM bulkhead.channels WHERE id = " + id);
+  };
+  auto published = [&](const std::string& type) {
+    return QueryValue<int>(db(), "SELECT bulkhead.publish(" + std::to_string(acme_) + ", '" +
+                                     type + "', '{}')");
+  };
+  // A new channel: every type, no limit, nothing held.
+  CommandResult show = Run({"channel", "show", id});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("\nevents    all\nrate      none\nordering  nothing held\n"),
+            std::string::npos)
+      << show.out;
+  nlohmann::json json = nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out);
+  EXPECT_EQ(json["event_types"], nullptr);
+  EXPECT_EQ(json["rate_limit_per_s"], nullptr);
+  EXPECT_EQ(json["ordering"], (nlohmann::json{{"held", 0}, {"held_capped", false},
+                                               {"held_keys", 0}}));
+
+  // Spaces around a name are dropped and a repeated name kept once.
+  CommandResult set = Run({"channel", "set", id, "--event-types",
+                           "invoice.paid, invoice.failed,invoice.paid", "--rate-limit", "2.5"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out,
+            "channel " + id + ": event types invoice.paid, invoice.failed; rate limit 2.5/s\n");
+  EXPECT_EQ(set.err, "");
+  EXPECT_EQ(column("event_types"), "{invoice.paid,invoice.failed}");
+  EXPECT_EQ(column("rate_limit_per_s"), "2.5");
+  EXPECT_EQ(published("invoice.paid"), 1);
+  EXPECT_EQ(published("user.created"), 0);
+  json = nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out);
+  EXPECT_EQ(json["event_types"], nlohmann::json::array({"invoice.paid", "invoice.failed"}));
+  EXPECT_EQ(json["rate_limit_per_s"], 2.5);
+  show = Run({"channel", "show", id});
+  EXPECT_NE(show.out.find("\nevents    invoice.paid, invoice.failed\nrate      2.5/s\n"),
+            std::string::npos)
+      << show.out;
+
+  // Only the rate limit: the types stay.
+  set = Run({"channel", "set", id, "--no-rate-limit"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out, "channel " + id + ": event types invoice.paid, invoice.failed; rate limit none\n");
+  EXPECT_EQ(column("rate_limit_per_s"), "NULL");
+  EXPECT_EQ(column("event_types"), "{invoice.paid,invoice.failed}");
+
+  // None: publish skips the channel ({} , not NULL); all again: NULL. The rate stays.
+  ASSERT_EQ(Run({"channel", "set", id, "--rate-limit", "1000000"}).exit_code, 0);
+  set = Run({"channel", "set", id, "--no-event-types"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out, "channel " + id + ": event types none; rate limit 1000000/s\n");
+  EXPECT_EQ(column("event_types"), "{}");
+  EXPECT_EQ(published("invoice.paid"), 0);
+  EXPECT_NE(Run({"channel", "show", id}).out.find("\nevents    none\n"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out)["event_types"],
+            nlohmann::json::array());
+  set = Run({"channel", "set", id, "--all-event-types", "--rate-limit=0.5"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out, "channel " + id + ": event types all; rate limit 0.5/s\n");
+  EXPECT_EQ(column("event_types"), "NULL");
+  EXPECT_EQ(published("user.created"), 1);
+}
+
+TEST_F(ChannelCommandTest, SetOfAnUnknownChannelExitsOneAndChangesNothing) {
+  int64_t channel = CreateChannel(db(), acme_);
+  CommandResult r = Run({"channel", "set", "999999", "--rate-limit", "5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "bulkhead channel set: no channel with id 999999\n");
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channels "
+                                      "WHERE rate_limit_per_s IS NOT NULL"),
+            0);
+  (void)channel;
+}
+
+// Deliveries waiting behind an earlier live one of their ordering key: counted with the keys
+// they wait on, parked ones too, and among the scheduled and parked jobs (not the available).
+TEST_F(ChannelCommandTest, ShowCountsTheDeliveriesHeldBehindOrderingKeys) {
+  int64_t channel = CreateChannel(db(), acme_);
+  const std::string id = std::to_string(channel);
+  // Key a: 3 (1 goes, 2 held); key b: 2 (1 held); key c: 1 (goes); and 1 without a key.
+  Exec("SELECT bulkhead.enqueue(" + id + ", '{}', NULL, now(), k) FROM unnest('{a,a,a,b,b,c}'"
+       "::text[]) AS k");
+  Enqueue(channel, 1);
+  CommandResult show = Run({"channel", "show", id});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("jobs      4 available, 3 scheduled, 0 executing, 0 parked"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("\nordering  3 held deliveries (of the scheduled and parked) waiting "
+                          "on 2 ordering keys\n"),
+            std::string::npos)
+      << show.out;
+  nlohmann::json json = nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out);
+  EXPECT_EQ(json["ordering"], (nlohmann::json{{"held", 3}, {"held_capped", false},
+                                               {"held_keys", 2}}));
+
+  // Paused: the held ones are parked and still held (they keep scheduled_at 'infinity').
+  ASSERT_EQ(Run({"channel", "pause", id}).exit_code, 0);
+  json = nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out);
+  EXPECT_EQ(json["jobs"]["parked"], 7);
+  EXPECT_EQ(json["ordering"]["held"], 3);
+  EXPECT_EQ(json["ordering"]["held_keys"], 2);
+
+  // Key b's head ends: its held one goes (due now), so one key and two deliveries are left.
+  ASSERT_EQ(Run({"channel", "resume", id}).exit_code, 0);
+  Exec("UPDATE bulkhead.jobs SET state = 'cancelled', finished_at = now() WHERE id = "
+       "(SELECT min(id) FROM bulkhead.jobs WHERE ordering_key = 'b')");
+  show = Run({"channel", "show", id});
+  EXPECT_NE(show.out.find("\nordering  2 held deliveries (of the scheduled and parked) waiting "
+                          "on 1 ordering key\n"),
+            std::string::npos)
+      << show.out;
 }
 
 TEST_F(ChannelCommandTest, DisableRefusesEnqueueAndHoldsTheBacklogParked) {
@@ -443,10 +562,36 @@ TEST(ChannelCli, UsageErrorsExitTwoWithOneLine) {
   ExpectUsageError({"channel", "disable", "7", "--reason", ""}, "--reason must be 1 to 500");
   ExpectUsageError({"channel", "disable", "--reason", "x"}, "missing CHANNEL");
   ExpectUsageError({"channel", "enable", "0"}, "not '0'");
+  // set: something to set, one choice of each kind, and values the schema would take.
+  ExpectUsageError({"channel", "set", "7"}, "bulkhead channel set: nothing to set: give");
+  ExpectUsageError({"channel", "set", "--rate-limit", "5"}, "missing CHANNEL");
+  ExpectUsageError({"channel", "set", "x", "--rate-limit", "5"}, "CHANNEL must be a positive");
+  for (const char* bad : {"0", "-5", "abc", "5x", "nan", "inf", "1e7", "1000000.5", ""}) {
+    SCOPED_TRACE(bad);
+    ExpectUsageError({"channel", "set", "7", "--rate-limit", bad},
+                     "--rate-limit must be a number of requests a second above 0 and at most "
+                     "1000000, not '" +
+                         std::string(bad) + "'");
+  }
+  ExpectUsageError({"channel", "set", "7", "--rate-limit"}, "--rate-limit needs a number");
+  for (const char* bad : {"", "a,,b", "a,", ",a", " , a"}) {
+    SCOPED_TRACE(bad);
+    ExpectUsageError({"channel", "set", "7", "--event-types", bad},
+                     "--event-types has an empty type name");
+  }
+  ExpectUsageError({"channel", "set", "7", "--event-types", std::string(256, 'x')},
+                   "a type name is 1 to 255 characters, not 256");
+  ExpectUsageError({"channel", "set", "7", "--event-types", "a", "--no-event-types"},
+                   "give one of --event-types, --all-event-types and --no-event-types");
+  ExpectUsageError({"channel", "set", "7", "--all-event-types", "--no-event-types"},
+                   "give one of --event-types");
+  ExpectUsageError({"channel", "set", "7", "--rate-limit", "5", "--no-rate-limit"},
+                   "give --rate-limit or --no-rate-limit, not both");
+  ExpectUsageError({"channel", "set", "7", "--no-rate-limit=1"}, "--no-rate-limit takes no value");
 }
 
 TEST(ChannelCli, HelpAndUnreachableDatabase) {
-  for (const char* sub : {"add", "show", "disable", "enable", "rotate-secret"}) {
+  for (const char* sub : {"add", "show", "disable", "enable", "rotate-secret", "set"}) {
     CommandResult help = Bulkhead({"channel", sub, "--help"});
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find(std::string("usage: bulkhead channel ") + sub), std::string::npos);
@@ -457,7 +602,8 @@ TEST(ChannelCli, HelpAndUnreachableDatabase) {
        {"channel", "show", "7"},
        {"channel", "disable", "7", "--reason", "x"},
        {"channel", "enable", "7"},
-       {"channel", "rotate-secret", "7", "--secret-file", secret.path()}});
+       {"channel", "rotate-secret", "7", "--secret-file", secret.path()},
+       {"channel", "set", "7", "--rate-limit", "5"}});
 }
 
 }  // namespace

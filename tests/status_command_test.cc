@@ -75,12 +75,14 @@ TEST_F(StatusCommandTest, TableShowsQueuesBreakersAndNodes) {
   // Queues first, alphabetical: bulk, default.
   ASSERT_GE(cells.size(), 3u) << r.out;
   EXPECT_EQ(cells[0], (std::vector<std::string>{"QUEUE", "AVAILABLE", "SCHEDULED", "EXECUTING",
-                                                "PARKED", "LAG"}));
-  EXPECT_EQ(cells[1], (std::vector<std::string>{"bulk", "0", "0", "0", "0", "-"}));
-  ASSERT_EQ(cells[2].size(), 6u) << r.out;
+                                                "PARKED", "LAG", "HELD", "LIMITED"}));
+  EXPECT_EQ(cells[1], (std::vector<std::string>{"bulk", "0", "0", "0", "0", "-", "0", "0"}));
+  ASSERT_EQ(cells[2].size(), 8u) << r.out;
   EXPECT_EQ(std::vector<std::string>(cells[2].begin(), cells[2].begin() + 5),
             (std::vector<std::string>{"default", "3", "2", "1", "4"}));
   EXPECT_TRUE(cells[2][5] == "40s" || cells[2][5] == "41s" || cells[2][5] == "42s") << cells[2][5];
+  EXPECT_EQ(cells[2][6], "0");
+  EXPECT_EQ(cells[2][7], "0");
   // The breaker's row and the nodes follow.
   EXPECT_NE(r.out.find("5 failures"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("NODE"), std::string::npos) << r.out;
@@ -113,6 +115,9 @@ TEST_F(StatusCommandTest, JsonHasTheDocumentedShape) {
   EXPECT_GE(d["lag_s"].get<double>(), 39.0);
   EXPECT_LT(d["lag_s"].get<double>(), 60.0);
   EXPECT_EQ(out["queues"][0]["lag_s"], 0);
+  EXPECT_EQ(d["held"], 0);
+  EXPECT_EQ(d["held_capped"], false);
+  EXPECT_EQ(d["rate_limited_channels"], 0);
   ASSERT_EQ(out["breakers"].size(), 1u);
   EXPECT_EQ(out["breakers"][0]["channel"], broken_);
   EXPECT_EQ(out["breakers"][0]["state"], "open");
@@ -124,6 +129,47 @@ TEST_F(StatusCommandTest, JsonHasTheDocumentedShape) {
   EXPECT_GT(out["nodes"][0]["lease_left_s"].get<double>(), 0);
   EXPECT_GE(out["nodes"][0]["heartbeat_age_s"].get<double>(), 2.0);
   EXPECT_LT(out["nodes"][1]["lease_left_s"].get<double>(), -29.0);
+}
+
+// Deliveries held behind an ordering key are a figure of their own: never due (not in
+// AVAILABLE nor the lag), counted among SCHEDULED or PARKED, and in HELD; channels with a rate
+// limit are counted per tier of their tenant.
+TEST_F(StatusCommandTest, ShowsHeldDeliveriesAndRateLimitedChannelsPerQueue) {
+  // On flowing_ (default): key k three times (1 goes, 2 held). On broken_ (open breaker, so
+  // inserted parked): key k twice (1 parked head, 1 parked and held).
+  Exec("SELECT bulkhead.enqueue(" + std::to_string(flowing_) +
+       ", '{}', NULL, now(), 'k') FROM generate_series(1, 3)");
+  Exec("SELECT bulkhead.enqueue(" + std::to_string(broken_) +
+       ", '{}', NULL, now(), 'k') FROM generate_series(1, 2)");
+  Exec("UPDATE bulkhead.channels SET rate_limit_per_s = 10 WHERE id = " + std::to_string(flowing_));
+  int64_t bulk_tenant = CreateTenant(db(), "bulky", "bulk");
+  int64_t bulk_channel = CreateChannel(db(), bulk_tenant);
+  Exec("UPDATE bulkhead.channels SET rate_limit_per_s = 0.5 WHERE id = " +
+       std::to_string(bulk_channel));
+  CreateChannel(db(), bulk_tenant);  // no limit: not counted
+
+  CommandResult r = Run({"status", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json out = nlohmann::json::parse(r.out);
+  const auto& d = out["queues"][1];
+  EXPECT_EQ(d["queue"], "default");
+  EXPECT_EQ(d["available"], 4) << "the 3 of the fixture and key k's head, never a held one";
+  EXPECT_EQ(d["scheduled"], 4) << "the 2 of the fixture and the 2 held";
+  EXPECT_EQ(d["parked"], 6) << "the 4 of the fixture, the head and the held one";
+  EXPECT_EQ(d["held"], 3);
+  EXPECT_EQ(d["held_capped"], false);
+  EXPECT_EQ(d["rate_limited_channels"], 1);
+  EXPECT_GE(d["lag_s"].get<double>(), 39.0) << "a held job is never the oldest due";
+  EXPECT_LT(d["lag_s"].get<double>(), 60.0);
+  EXPECT_EQ(out["queues"][0]["held"], 0);
+  EXPECT_EQ(out["queues"][0]["rate_limited_channels"], 1);
+
+  auto cells = Cells(Run({"status"}).out);
+  ASSERT_GE(cells.size(), 3u);
+  EXPECT_EQ(cells[2][0], "default");
+  EXPECT_EQ(cells[2][6], "3");
+  EXPECT_EQ(cells[2][7], "1");
+  EXPECT_EQ(cells[1][7], "1");
 }
 
 TEST_F(StatusCommandTest, EmptyFleetSaysSo) {

@@ -1,7 +1,9 @@
 #include "channel_command.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -10,6 +12,7 @@
 #include <pqxx/pqxx>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "admin_channel_store.h"
 #include "cli_common.h"
@@ -123,6 +126,29 @@ std::string Backlog(const ChannelInfo& c) {
          " parked";
 }
 
+// A rate as an operator reads it: the shortest decimal that gives it back ("50", "0.5").
+std::string RateNumber(double rate) {
+  char text[64];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, rate, std::chars_format::fixed);
+  if (ec != std::errc()) return std::to_string(rate);
+  return std::string(text, end);
+}
+
+// `channel show`'s and `channel set`'s words for a channel's subscriptions and rate limit.
+std::string EventTypesText(const std::optional<std::vector<std::string>>& types) {
+  if (!types) return "all";
+  if (types->empty()) return "none";
+  std::string text;
+  for (const std::string& type : *types) {
+    if (!text.empty()) text += ", ";
+    text += cli::OneLine(type);
+  }
+  return text;
+}
+std::string RateText(const std::optional<double>& rate) {
+  return rate ? RateNumber(*rate) + "/s" : "none";
+}
+
 int RunAdd(const Subcommand& sub, std::span<const std::string_view> args) {
   const std::string command = Verb().CommandName(sub);
   auto parsed = cli::Parse(
@@ -190,7 +216,15 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
           {"old_secrets", c->old_secrets},
           {"old_secrets_until", c->old_secrets == 0
                                     ? nlohmann::ordered_json()
-                                    : nlohmann::ordered_json(c->old_secrets_until)}};
+                                    : nlohmann::ordered_json(c->old_secrets_until)},
+          {"event_types", c->limits.event_types
+                              ? nlohmann::ordered_json(*c->limits.event_types)
+                              : nlohmann::ordered_json()},
+          {"rate_limit_per_s", c->limits.rate_limit_per_s
+                                   ? nlohmann::ordered_json(*c->limits.rate_limit_per_s)
+                                   : nlohmann::ordered_json()},
+          {"ordering",
+           {{"held", c->held}, {"held_capped", c->held_capped}, {"held_keys", c->held_keys}}}};
       std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return kExitOk;
     }
@@ -214,6 +248,18 @@ int RunShow(const Subcommand& sub, std::span<const std::string_view> args) {
                 << c->old_secrets_until;
     } else {
       std::cout << " only";
+    }
+    std::cout << "\n"
+              << "events    " << EventTypesText(c->limits.event_types) << "\n"
+              << "rate      " << RateText(c->limits.rate_limit_per_s) << "\n"
+              << "ordering  ";
+    if (c->held == 0) {
+      std::cout << "nothing held";
+    } else {
+      // Held deliveries are among the scheduled and parked jobs above, not beside them.
+      std::cout << (c->held_capped ? "over " : "") << Deliveries(c->held, "held") << " (of the "
+                << "scheduled and parked) waiting on " << (c->held_capped ? "at least " : "")
+                << c->held_keys << (c->held_keys == 1 ? " ordering key" : " ordering keys");
     }
     std::cout << "\n";
     return kExitOk;
@@ -414,6 +460,109 @@ int RunRotateSecret(const Subcommand& sub, std::span<const std::string_view> arg
   });
 }
 
+// The most a channel's rate limit may be: channels_rate_limit_positive (migration 0013).
+constexpr double kMaxRatePerS = 1'000'000;
+// The longest event type name: bulkhead.event_types_valid (migration 0013).
+constexpr size_t kMaxEventTypeLength = 255;
+
+// --event-types TYPE,TYPE…: the names in order, each trimmed of the spaces around it and given
+// once; or nullopt after the usage error (an empty name, or one over 255 characters). An empty
+// name is refused rather than dropped: "a,,b" or a trailing comma is a typo, and publish would
+// never match the type the operator meant.
+std::optional<std::vector<std::string>> ParseEventTypes(std::string_view command,
+                                                        const std::string& list) {
+  std::vector<std::string> types;
+  for (size_t start = 0;;) {
+    size_t comma = list.find(',', start);
+    std::string_view name = std::string_view(list).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    if (name.empty()) {
+      cli::UsageError(command, "--event-types has an empty type name in '" + cli::OneLine(list) +
+                                   "' (--no-event-types subscribes to none)");
+      return std::nullopt;
+    }
+    if (name.size() > kMaxEventTypeLength) {
+      cli::UsageError(command, "--event-types: a type name is 1 to 255 characters, not " +
+                                   std::to_string(name.size()));
+      return std::nullopt;
+    }
+    if (std::find(types.begin(), types.end(), name) == types.end()) types.emplace_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return types;
+}
+
+// --rate-limit N: requests a second, above 0 and at most 1,000,000 (a fraction is fine: 0.5 is
+// one request every two seconds). nullopt after the usage error.
+std::optional<double> ParseRate(std::string_view command, const std::string& word) {
+  double rate = 0;
+  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), rate);
+  if (word.empty() || ec != std::errc() || end != word.data() + word.size() ||
+      !std::isfinite(rate) || rate <= 0 || rate > kMaxRatePerS) {
+    cli::UsageError(command,
+                    "--rate-limit must be a number of requests a second above 0 and at most "
+                    "1000000, not '" +
+                        cli::OneLine(word) + "'");
+    return std::nullopt;
+  }
+  return rate;
+}
+
+int RunSet(const Subcommand& sub, std::span<const std::string_view> args) {
+  const std::string command = Verb().CommandName(sub);
+  auto parsed = cli::Parse(command, args,
+                           {.options = {{"--event-types", "a list of event types"},
+                                        {"--all-event-types", nullptr},
+                                        {"--no-event-types", nullptr},
+                                        {"--rate-limit", "a number of requests a second"},
+                                        {"--no-rate-limit", nullptr}},
+                            .max_positional = 1},
+                           [&] { Verb().PrintHelp(sub); });
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  const cli::Words& words = std::get<cli::Words>(parsed);
+  std::optional<int64_t> channel = cli::TakeChannel(command, words);
+  if (!channel) return kExitUsage;
+  const std::optional<std::string> types_word = words.Value("--event-types");
+  const std::optional<std::string> rate_word = words.Value("--rate-limit");
+  const int types_given = (types_word ? 1 : 0) + (words.Has("--all-event-types") ? 1 : 0) +
+                          (words.Has("--no-event-types") ? 1 : 0);
+  const int rate_given = (rate_word ? 1 : 0) + (words.Has("--no-rate-limit") ? 1 : 0);
+  if (types_given > 1) {
+    return cli::UsageError(command,
+                           "give one of --event-types, --all-event-types and --no-event-types");
+  }
+  if (rate_given > 1) return cli::UsageError(command, "give --rate-limit or --no-rate-limit, not both");
+  if (types_given + rate_given == 0) {
+    return cli::UsageError(command,
+                           "nothing to set: give --event-types, --all-event-types, "
+                           "--no-event-types, --rate-limit or --no-rate-limit");
+  }
+  ChannelLimits limits;
+  if (types_word) {
+    limits.event_types = ParseEventTypes(command, *types_word);
+    if (!limits.event_types) return kExitUsage;
+  } else if (words.Has("--no-event-types")) {
+    limits.event_types.emplace();  // subscribed to none: publish skips the channel
+  }
+  if (rate_word) {
+    limits.rate_limit_per_s = ParseRate(command, *rate_word);
+    if (!limits.rate_limit_per_s) return kExitUsage;
+  }
+  return cli::WithStore<AdminChannelStore>(command, words, [&](AdminChannelStore& store) {
+    std::optional<ChannelLimits> now =
+        store.SetChannelLimits(*channel, limits, types_given > 0, rate_given > 0);
+    if (!now) return NoSuchChannel(command, *channel);
+    // Both settings as they are now, the one not given included, so the line is the whole
+    // answer to "what does this channel take".
+    std::cout << "channel " << *channel << ": event types " << EventTypesText(now->event_types)
+              << "; rate limit " << RateText(now->rate_limit_per_s) << "\n";
+    return kExitOk;
+  });
+}
+
 constexpr Subcommand kSubcommands[] = {
     {"add", "add --tenant TENANT --url URL [--database URL]",
      "add a channel; prints its id and secret once",
@@ -425,12 +574,17 @@ https://.
      RunAdd},
     {"show", "show CHANNEL [--json] [--database URL]", "a channel's settings, breaker and jobs",
      R"(Shows the channel: tenant and tier, URL, enabled (or why it is disabled), paused, its
-breaker, its waiting jobs by state (available, scheduled, executing, parked), and how many old
-secrets (after a rotate-secret) are still signed with and until when. Never a secret.
+breaker, its waiting jobs by state (available, scheduled, executing, parked), how many old
+secrets (after a rotate-secret) are still signed with and until when, its event types ("all"
+or "none" or the list), its rate limit ("none" or N/s) and its ordering state. Never a secret.
 --json prints one object with the keys id, tenant_id, tenant, tier, url, created_at,
 enabled, disabled_reason (null while enabled), paused, breaker {state, trips, reason},
-jobs {available, scheduled, executing, parked}, old_secrets (a count) and old_secrets_until
-(null when there is none).
+jobs {available, scheduled, executing, parked}, old_secrets (a count), old_secrets_until
+(null when there is none), event_types (an array; null: every type), rate_limit_per_s
+(null: no limit) and ordering {held, held_capped, held_keys}.
+The ordering line counts the deliveries held behind an earlier live delivery of their
+ordering key (they are among the scheduled and parked jobs, due when it ends) and the keys
+they wait on, up to 100000 ("over" and held_capped beyond that).
 )",
      RunShow},
     {"disable", "disable CHANNEL --reason TEXT [--database URL]",
@@ -479,6 +633,22 @@ rotations keep their own windows. `channel show` says how many old secrets are s
 with and until when.
 )",
      RunRotateSecret},
+    {"set",
+     "set CHANNEL [--event-types TYPE,TYPE... | --all-event-types | --no-event-types] "
+     "[--rate-limit N | --no-rate-limit] [--database URL]",
+     "a channel's subscriptions and rate limit",
+     R"(Sets what bulkhead.publish delivers to the channel and how fast the fleet sends to it;
+what is not given stays as it is. --event-types takes the event type names, comma-separated
+(spaces around a name are dropped, a name given twice is kept once; each 1 to 255 characters,
+an empty one is refused): publish delivers an event to the channel only when its type is one
+of them. --all-event-types subscribes it to every type (the default of a new channel);
+--no-event-types to none, so publish skips it (bulkhead.enqueue still delivers to it).
+--rate-limit N caps the requests a second to the channel across the whole fleet (above 0,
+at most 1000000; 0.5 is one every two seconds); the jobs over it wait, unsent and with their
+attempt unspent (bulkhead_rate_limited_total). --no-rate-limit lifts it. Prints both
+settings as they are afterwards. An unknown channel exits 1.
+)",
+     RunSet},
 };
 
 const cli::SubcommandVerb& Verb() {

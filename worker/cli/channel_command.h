@@ -1,6 +1,6 @@
 // `bulkhead channel <subcommand> …`: an operator's verbs on one channel.
 //
-// Subcommands: add, show, disable, enable, pause, resume and rotate-secret, each with
+// Subcommands: add, show, disable, enable, pause, resume, rotate-secret and set, each with
 // [--database URL]. Each is one row of a table in channel_command.cc, which
 // cli::SubcommandVerb (cli_common.h) dispatches and turns into `bulkhead channel --help`; a new
 // subcommand is a new row and its handler.

@@ -26,6 +26,9 @@ queues (one per tier: a tier is a queue)
   EXECUTING  jobs in flight on some node (in-flight)
   PARKED     jobs held behind an open breaker, a pause or a disabled channel
   LAG        age of the oldest job due now ("-" when none): how far the queue is behind
+  HELD       of the scheduled and parked jobs, those held behind an earlier delivery of their
+             ordering key (due when it ends; counted to 100000, then "100000+")
+  LIMITED    channels of the tier's tenants with a rate limit (`bulkhead channel set`)
 
 breakers: the channels whose breaker is not closed, and paused ones (as `bulkhead breakers`)
 
@@ -35,7 +38,8 @@ nodes
   IN-FLIGHT  jobs it holds executing
 
 --json prints one object instead: {"queues": [{"queue", "available", "scheduled",
-"executing", "parked", "lag_s"}], "breakers": [as `bulkhead breakers --json`], "nodes":
+"executing", "parked", "lag_s", "held", "held_capped", "rate_limited_channels"}],
+"breakers": [as `bulkhead breakers --json`], "nodes":
 [{"name", "host", "pid", "version", "tiers": [...], "heartbeat_age_s", "lease_left_s",
 "executing"}]}; times in seconds, lease_left_s negative once the lease has run out.
 
@@ -50,11 +54,13 @@ std::string Seconds(double s) { return cli::Duration(static_cast<int64_t>(std::f
 void PrintText(const std::vector<QueueStatus>& queues, const std::vector<BreakerRow>& breakers,
                const std::vector<NodeStatus>& nodes) {
   std::vector<std::vector<std::string>> table = {
-      {"QUEUE", "AVAILABLE", "SCHEDULED", "EXECUTING", "PARKED", "LAG"}};
+      {"QUEUE", "AVAILABLE", "SCHEDULED", "EXECUTING", "PARKED", "LAG", "HELD", "LIMITED"}};
   for (const auto& q : queues) {
     table.push_back({cli::Cell(q.queue), std::to_string(q.available), std::to_string(q.scheduled),
                      std::to_string(q.executing), std::to_string(q.parked),
-                     q.available > 0 ? Seconds(q.lag_s) : "-"});
+                     q.available > 0 ? Seconds(q.lag_s) : "-",
+                     std::to_string(q.held) + (q.held_capped ? "+" : ""),
+                     std::to_string(q.rate_limited_channels)});
   }
   cli::PrintTable(table);
   std::cout << "\n";
@@ -90,7 +96,10 @@ void PrintJson(const std::vector<QueueStatus>& queues, const std::vector<Breaker
                              {"scheduled", q.scheduled},
                              {"executing", q.executing},
                              {"parked", q.parked},
-                             {"lag_s", cli::Millis(q.lag_s)}});
+                             {"lag_s", cli::Millis(q.lag_s)},
+                             {"held", q.held},
+                             {"held_capped", q.held_capped},
+                             {"rate_limited_channels", q.rate_limited_channels}});
   }
   out["breakers"] = BreakersJson(breakers);
   out["nodes"] = nlohmann::ordered_json::array();

@@ -1,11 +1,22 @@
 #include "admin_channel_store.h"
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "admin_channel_store_statements.h"
 #include "named_queries.h"
 
 namespace bulkhead {
+namespace {
+
+// A text[] column as to_jsonb gave it (a JSON array of strings), or NULL.
+std::optional<std::vector<std::string>> EventTypesOf(const std::optional<std::string>& json) {
+  if (!json) return std::nullopt;
+  return nlohmann::json::parse(*json).get<std::vector<std::string>>();
+}
+
+}  // namespace
 
 const std::span<const std::string_view> AdminChannelStore::kStatements =
     sql::admin_channel_store::kStatements;
@@ -107,7 +118,35 @@ std::optional<ChannelInfo> AdminChannelStore::ShowChannel(int64_t channel) {
   info.parked = r.parked;
   info.old_secrets = r.old_secrets;
   info.old_secrets_until = std::move(r.old_secrets_until);
+  info.limits.event_types = EventTypesOf(r.event_types);
+  info.limits.rate_limit_per_s = r.rate_limit_per_s;
+  constexpr int64_t kHeldCap = 100000;  // the statement counts to one more
+  info.held = std::min(r.held, kHeldCap);
+  info.held_capped = r.held > kHeldCap;
+  info.held_keys = r.held_keys;
   return info;
+}
+
+std::optional<ChannelLimits> AdminChannelStore::SetChannelLimits(int64_t channel,
+                                                                 const ChannelLimits& limits,
+                                                                 bool set_event_types,
+                                                                 bool set_rate_limit) {
+  std::optional<std::string> types;
+  if (limits.event_types) {
+    // Invalid UTF-8 becomes U+FFFD rather than an exception (the database takes UTF-8 only).
+    types = nlohmann::json(*limits.event_types)
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  pqxx::work tx(conn_, "set_channel_limits");
+  std::vector<sql::SetChannelLimits::Row> rows =
+      sql::SetChannelLimits::Run(tx, {.channel = channel,
+                                      .set_event_types = set_event_types,
+                                      .event_types = types,
+                                      .set_rate_limit = set_rate_limit,
+                                      .rate_limit_per_s = limits.rate_limit_per_s});
+  tx.commit();
+  if (rows.empty()) return std::nullopt;
+  return ChannelLimits{EventTypesOf(rows[0].event_types), rows[0].rate_limit_per_s};
 }
 
 SecretRotation AdminChannelStore::RotateSecret(int64_t channel, const std::string& secret,

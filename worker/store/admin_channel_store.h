@@ -1,6 +1,6 @@
 // AdminChannelStore: what the operators' verbs that look at and change channels, breakers and
 // tenants run — bulkhead breakers, breaker reset, channel add | show | pause | resume |
-// disable | enable | rotate-secret, tenant add | show | set-tier. Its SQL is
+// disable | enable | rotate-secret | set, tenant add | show | set-tier. Its SQL is
 // worker/store/admin_channel_store.sql; the store prepares only those statements. `bulkhead status`
 // reads ListBreakers from it, beside AdminJobsStore on the same connection.
 //
@@ -62,6 +62,13 @@ class AdminChannelStore {
   // becomes current. Throws pqxx::check_violation for a `secret` of the wrong shape — whose
   // DETAIL quotes the row, secret included: print only the first line of such an error.
   SecretRotation RotateSecret(int64_t channel, const std::string& secret, int64_t keep_s);
+  // `bulkhead channel set`: the channel's event types become `limits.event_types` when
+  // `set_event_types`, its rate limit `limits.rate_limit_per_s` when `set_rate_limit`; the other
+  // stays. Returns both as they are now; nullopt: no such channel. Throws pqxx::check_violation
+  // for a value the schema refuses (an empty or over-255-character name, a rate outside
+  // (0, 1,000,000]), which the caller is expected to have refused first.
+  std::optional<ChannelLimits> SetChannelLimits(int64_t channel, const ChannelLimits& limits,
+                                                bool set_event_types, bool set_rate_limit);
 
   // ---- Tenants ----
 

@@ -1,6 +1,6 @@
 -- The admin channel store's statements: what the verbs that look at and change channels,
 -- breakers and tenants run — bulkhead breakers, breaker reset, channel add | show | pause |
--- resume | disable | enable | rotate-secret, tenant add | show | set-tier
+-- resume | disable | enable | rotate-secret | set, tenant add | show | set-tier
 -- (worker/store/admin_channel_store.h). Format: see claim_store.sql.
 --
 -- Each runs once per command, so it is planned with its parameters (a custom plan).
@@ -204,8 +204,17 @@ SELECT added.id, tenant.name AS tenant, tenant.tier, added.secret FROM added, te
 -- column parked bigint
 -- column old_secrets bigint
 -- column old_secrets_until text
+-- column event_types jsonb?: a JSON array of names; NULL: every type
+-- column rate_limit_per_s double precision?: NULL: no limit
+-- column held bigint: counted to 100,001
+-- column held_keys bigint
 -- One channel, never its secret, with its waiting jobs by state (the channel's
--- ranges of jobs_channel_available and jobs_parked; in flight through jobs_executing).
+-- ranges of jobs_channel_available and jobs_parked; in flight through jobs_executing), its
+-- subscriptions and rate limit (migration 0013), and its ordering state: the deliveries held
+-- behind an earlier live delivery of their ordering key (keyed, due at 'infinity'), and how many
+-- keys they wait on. Held rows sort last in both of the channel's ranges (scheduled_at order),
+-- so the count reads only them, at most 100,001 (the CLI says "100000+"); the keys are counted
+-- among those rows.
 SELECT ch.id, t.id AS tenant_id, t.name AS tenant, t.tier, ch.url,
        {{utc(ch.created_at)}} AS created_at, ch.enabled, ch.paused,
        coalesce(ch.disabled_reason, '') AS disabled_reason, ch.breaker_state,
@@ -220,12 +229,54 @@ SELECT ch.id, t.id AS tenant_id, t.name AS tenant, t.tier, ch.url,
          AS executing,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
          AS parked,
-       old.n AS old_secrets, coalesce({{utc(old.until)}}, '') AS old_secrets_until
+       old.n AS old_secrets, coalesce({{utc(old.until)}}, '') AS old_secrets_until,
+       to_jsonb(ch.event_types) AS event_types, ch.rate_limit_per_s,
+       held.n AS held, held.keys AS held_keys
   FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id,
        LATERAL (SELECT count(*) AS n, max(s.expires_at) AS until
                   FROM bulkhead.channel_secrets s
-                 WHERE s.channel_id = ch.id AND s.expires_at > now()) AS old
+                 WHERE s.channel_id = ch.id AND s.expires_at > now()) AS old,
+       LATERAL (SELECT count(*) AS n, count(DISTINCT h.ordering_key) AS keys
+                  FROM (SELECT a.ordering_key FROM generate_series(1, 3) AS p(priority)
+                         CROSS JOIN LATERAL (
+                               SELECT j.ordering_key FROM bulkhead.jobs j
+                                WHERE j.channel_id = ch.id AND j.state = 'available'
+                                  AND j.priority = p.priority AND j.scheduled_at = 'infinity'
+                                  AND j.ordering_key IS NOT NULL
+                                LIMIT 100001) AS a
+                        UNION ALL
+                        SELECT j.ordering_key FROM bulkhead.jobs j
+                         WHERE j.channel_id = ch.id AND j.state = 'parked'
+                           AND j.scheduled_at = 'infinity' AND j.ordering_key IS NOT NULL
+                        LIMIT 100001) AS h) AS held
  WHERE ch.id = $1
+
+-- name: SetChannelLimits
+-- Sets channel $1's event types to $3 when $2, and its rate limit to $5 when $4; returns both.
+-- param $1 channel bigint
+-- param $2 set_event_types boolean
+-- param $3 event_types jsonb?: a JSON array of names, in order; NULL: every type
+-- param $4 set_rate_limit boolean
+-- param $5 rate_limit_per_s double precision?: requests a second; NULL: no limit
+-- column event_types jsonb?: a JSON array of names; NULL: every type
+-- column rate_limit_per_s double precision?: NULL: no limit
+-- `bulkhead channel set`: a channel's subscriptions (bulkhead.publish reads them
+-- at its next call) and its fleet-wide rate limit (each claim reads it with the job, and the
+-- token bucket follows a new rate at the next take), the one not given left as it is. The
+-- names come as a JSON array, which carries any text unescaped by hand; '[]' is the empty list
+-- (no type), distinct from NULL (every type). The checks channels_event_types_valid and
+-- channels_rate_limit_positive refuse what the CLI let through by mistake. No row: no such
+-- channel.
+UPDATE bulkhead.channels AS ch
+   SET event_types = CASE WHEN NOT $2::boolean THEN ch.event_types
+                          WHEN $3::jsonb IS NULL THEN NULL
+                          ELSE ARRAY(SELECT e.name
+                                       FROM jsonb_array_elements_text($3::jsonb)
+                                            WITH ORDINALITY AS e(name, n)
+                                      ORDER BY e.n) END,
+       rate_limit_per_s = CASE WHEN $4::boolean THEN $5::float8 ELSE ch.rate_limit_per_s END
+ WHERE ch.id = $1
+RETURNING to_jsonb(ch.event_types) AS event_types, ch.rate_limit_per_s
 
 -- name: RotateLock
 -- Locks channel $1 for a rotation and says whether $2 is already its secret.

@@ -1,5 +1,6 @@
 #include "admin_jobs_store.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -21,7 +22,9 @@ std::vector<QueueStatus> AdminJobsStore::QueueStatuses() {
   tx.commit();
   std::vector<QueueStatus> list;
   for (sql::QueueStatus::Row& r : rows) {
-    list.push_back({std::move(r.queue), r.available, r.scheduled, r.executing, r.parked, r.lag_s});
+    constexpr int64_t kHeldCap = 100000;  // the statement counts to one more
+    list.push_back({std::move(r.queue), r.available, r.scheduled, r.executing, r.parked, r.lag_s,
+                    std::min(r.held, kHeldCap), r.held > kHeldCap, r.rate_limited_channels});
   }
   return list;
 }

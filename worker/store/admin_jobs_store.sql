@@ -12,11 +12,25 @@
 -- column executing bigint
 -- column parked bigint
 -- column lag_s double precision
+-- column held bigint: counted to 100,001
+-- column rate_limited_channels bigint
 -- Per tier, its waiting jobs by state and its lag (the age of the oldest due
 -- available job: the first entry of each priority's range in jobs_claim). Every count reads
 -- only a partial index of unfinished rows (jobs_claim, jobs_executing, jobs_parked), so its
 -- cost follows the backlog and never the finished history. The available counts and the lag say
 -- `priority BETWEEN 1 AND 3`, which names jobs_claim (migration 0006).
+--
+-- `held`: of the scheduled and parked jobs, those held behind an earlier live delivery of their
+-- ordering key (the fragment ordering_held: only held entries are read, at most 100,001). A held
+-- job is due at 'infinity', so it is never among the available ones nor in the lag.
+-- `rate_limited_channels`: the channels of the tier's tenants with a rate_limit_per_s, from one
+-- pass over channels (no index names them; there are as many as endpoints, not jobs).
+WITH limited AS MATERIALIZED (
+  SELECT te.tier, count(*) AS n
+    FROM bulkhead.channels ch JOIN bulkhead.tenants te ON te.id = ch.tenant_id
+   WHERE ch.rate_limit_per_s IS NOT NULL
+   GROUP BY te.tier
+)
 SELECT q.name AS queue,
        (SELECT count(*) FROM bulkhead.jobs j
          WHERE j.queue = q.name AND j.state = 'available' AND j.priority BETWEEN 1 AND 3
@@ -27,7 +41,9 @@ SELECT q.name AS queue,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'executing')
          AS executing,
        (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'parked') AS parked,
-       {{queue_lag_s(q.name)}} AS lag_s
+       {{queue_lag_s(q.name)}} AS lag_s,
+       {{ordering_held(q.name)}} AS held,
+       coalesce((SELECT l.n FROM limited l WHERE l.tier = q.name), 0) AS rate_limited_channels
   FROM bulkhead.tiers q
  ORDER BY q.name
 

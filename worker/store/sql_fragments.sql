@@ -20,6 +20,29 @@ coalesce(extract(epoch FROM now() - (
             AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
           ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0)
 
+-- fragment: ordering_held(queue)
+-- How many deliveries of queue `queue` are held behind an earlier live delivery of their ordering
+-- key (migration 0013: keyed, available or parked, due at 'infinity'), counted to 100,001 so that
+-- a caller can say "100,000+". Held rows sort last in the scheduled_at order of the partial
+-- indexes that already hold the waiting jobs, so each count reads only held entries: the
+-- 'infinity' end of each priority's range of jobs_claim (three descents), then the parked ones
+-- (jobs_parked, or jobs_ordering, both of unfinished rows only). jobs_ordering alone would read
+-- every live keyed delivery, and the heap of each for scheduled_at, which it does not hold. A
+-- job in flight is never held (the claim never reaches 'infinity'), so `executing` adds nothing.
+(SELECT count(*) FROM (
+   SELECT 1 FROM generate_series(1, 3) AS p(priority)
+    CROSS JOIN LATERAL (
+          SELECT 1 FROM bulkhead.jobs j
+           WHERE j.queue = {{queue}} AND j.state = 'available' AND j.priority = p.priority
+             AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at = 'infinity'
+             AND j.ordering_key IS NOT NULL
+           LIMIT 100001) AS a
+   UNION ALL
+   SELECT 1 FROM bulkhead.jobs j
+    WHERE j.queue = {{queue}} AND j.state = 'parked' AND j.scheduled_at = 'infinity'
+      AND j.ordering_key IS NOT NULL
+   LIMIT 100001) AS held)
+
 -- fragment: flowing
 -- The channel `ch` delivers: its breaker is closed, it is not paused and it is enabled. Where it
 -- does not, a waiting job is parked rather than made available — by the claim, record, rescue

@@ -165,6 +165,8 @@ struct FleetCounts {
   std::vector<FleetCount> jobs;      // every tier × available, scheduled, parked, executing
   std::vector<FleetCount> breakers;  // every tier × open, half_open (channels)
   std::vector<std::pair<std::string, double>> lag_s;  // every tier: oldest claimable job's age
+  // Every tier: deliveries held behind an earlier one of their ordering key, to 100,000.
+  std::vector<std::pair<std::string, int64_t>> ordering_held;
 };
 
 // ---- Operators (AdminChannelStore, AdminJobsStore) ----------------------------------------------
@@ -211,6 +213,11 @@ struct QueueStatus {
   int64_t executing = 0;  // in flight on some node
   int64_t parked = 0;     // held behind a breaker or a pause
   double lag_s = 0;       // age of the oldest claimable job (0 when none)
+  // Of the scheduled and parked ones, those held behind an earlier delivery of their ordering
+  // key, counted to 100,000 (held_capped: there are more).
+  int64_t held = 0;
+  bool held_capped = false;
+  int64_t rate_limited_channels = 0;  // channels of the tier's tenants with a rate limit
 };
 // One node in `bulkhead status`.
 struct NodeStatus {
@@ -266,6 +273,14 @@ struct NewChannel {
   std::string tenant, tier, secret;
 };
 
+// A channel's subscriptions and rate limit (`bulkhead channel set`, `channel show`).
+struct ChannelLimits {
+  // The event types bulkhead.publish delivers to it; nullopt: every type; empty: none.
+  std::optional<std::vector<std::string>> event_types;
+  // Requests a second across the fleet; nullopt: no limit.
+  std::optional<double> rate_limit_per_s;
+};
+
 // `bulkhead channel show`: everything about a channel but its secret.
 struct ChannelInfo {
   int64_t id = 0;
@@ -278,9 +293,13 @@ struct ChannelInfo {
   int64_t available = 0, scheduled = 0, executing = 0, parked = 0;
   int64_t old_secrets = 0;        // old secrets still signed with (rotation), never their text
   std::string old_secrets_until;  // when the last of them expires (UTC); empty when none
+  ChannelLimits limits;
+  // Deliveries held behind an earlier live one of their ordering key, counted to 100,000
+  // (held_capped: there are more), and the keys they wait on (among those counted).
+  int64_t held = 0;
+  bool held_capped = false;
+  int64_t held_keys = 0;
 };
-
-// What `bulkhead channel rotate-secret` did.
 struct SecretRotation {
   enum Outcome { kRotated, kNoSuchChannel, kSameSecret } outcome = kRotated;
   std::string secret;             // kRotated: the new current secret
