@@ -35,6 +35,7 @@ std::set<std::string> RegisteredFamilies() {
   sample.jobs = {{"default", "available", 1}};
   sample.breakers = {{"default", "open", 0}};
   sample.lag_s = {{"default", 0.5}};
+  sample.ordering_held = {{"default", 0}};
   metrics.SetFleetSample(sample);
   auto names = metrics.FamilyNames();
   return {names.begin(), names.end()};
@@ -69,6 +70,7 @@ TEST(Metrics, EveryRegisteredFamilyIsInTheDocsTableAndNoOther) {
   sample.jobs = {{"default", "available", 1}};
   sample.breakers = {{"default", "open", 0}};
   sample.lag_s = {{"default", 0.5}};
+  sample.ordering_held = {{"default", 0}};
   metrics.SetFleetSample(sample);
   for (const auto& family : metrics.registry().Collect()) {
     const char* type = family.type == prometheus::MetricType::Counter     ? "counter"
@@ -124,7 +126,7 @@ TEST(Metrics, TheAlertsCarryTheirRunbookAnchors) {
   std::string alerts = ReadSourceFile("docs/prometheus/alerts.yml");
   for (std::string name :
        {"BulkheadQueueLagHigh", "BulkheadBreakerOpenLong", "BulkheadDiscardRateRising",
-        "BulkheadNodeDown", "BulkheadDatabaseErrors"}) {
+        "BulkheadNodeDown", "BulkheadDatabaseErrors", "BulkheadOrderingHeldGrowing"}) {
     EXPECT_NE(alerts.find("alert: " + name + "\n"), std::string::npos) << name;
     std::string anchor = name;
     for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -161,12 +163,15 @@ TEST(Metrics, ALeaderThatStepsDownExportsNoFleetSeries) {
   FleetCounts sample;
   sample.jobs = {{"default", "parked", 7}, {"bulk", "parked", 2}};
   sample.lag_s = {{"default", 3.5}};
+  sample.ordering_held = {{"default", 12}, {"bulk", 0}};
   metrics.SetFleetSample(sample);
   std::string text = metrics.Scrape();
   EXPECT_NE(text.find("bulkhead_jobs{state=\"parked\",tier=\"default\"} 7"), std::string::npos)
       << text;
+  EXPECT_NE(text.find("bulkhead_ordering_held{tier=\"default\"} 12"), std::string::npos) << text;
   EXPECT_NE(text.find("bulkhead_leader 1"), std::string::npos);
   sample.jobs = {{"default", "parked", 5}};  // the bulk tier is gone: its series goes too
+  sample.ordering_held = {{"default", 12}};
   metrics.SetFleetSample(sample);
   text = metrics.Scrape();
   EXPECT_NE(text.find("bulkhead_jobs{state=\"parked\",tier=\"default\"} 5"), std::string::npos);
@@ -175,6 +180,7 @@ TEST(Metrics, ALeaderThatStepsDownExportsNoFleetSeries) {
   text = metrics.Scrape();
   EXPECT_EQ(text.find("bulkhead_jobs{"), std::string::npos) << text;
   EXPECT_EQ(text.find("bulkhead_queue_lag_seconds{"), std::string::npos) << text;
+  EXPECT_EQ(text.find("bulkhead_ordering_held{"), std::string::npos) << text;
   EXPECT_NE(text.find("bulkhead_leader 0"), std::string::npos);
 }
 

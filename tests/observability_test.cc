@@ -272,6 +272,17 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
     tx.commit();
   }
   EnqueueMany(ch, 5);
+  // Four deliveries of one ordering key and two of another: the first of each goes, the other
+  // four are held (due at 'infinity'), one of them parked by hand as a breaker's opening would.
+  {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(ch) +
+            ", '{}', NULL, now(), k) FROM unnest('{a,a,a,a,b,b}'::text[]) AS k");
+    tx.commit();
+  }
+  pqxx::nontransaction(db()).exec(
+      "UPDATE bulkhead.jobs SET state = 'parked' WHERE id = (SELECT max(id) FROM bulkhead.jobs "
+      "WHERE ordering_key = 'a')");
   pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
   FleetStore store(db());
   FleetCounts counts = store.SampleFleet();
@@ -279,8 +290,12 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   for (const auto& c : counts.jobs) {
     if (c.tier == "default" && c.state == "available") available = c.n;
   }
-  EXPECT_EQ(available, 5);
-  for (const char* statement : {"sample_jobs", "sample_breakers", "sample_lag"}) {
+  EXPECT_EQ(available, 7);  // the 5 and the head of each key
+  ASSERT_FALSE(counts.ordering_held.empty());
+  for (const auto& [tier, held] : counts.ordering_held) {
+    EXPECT_EQ(held, tier == "default" ? 4 : 0) << tier;
+  }
+  for (const char* statement : {"sample_jobs", "sample_breakers", "sample_lag", "sample_ordering"}) {
     std::string plan;
     for (const auto& row :
          pqxx::nontransaction(db()).exec(std::string("EXPLAIN EXECUTE ") + statement)) {

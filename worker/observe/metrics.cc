@@ -180,6 +180,13 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                   "Age of the oldest claimable job of the tier (0 when none); exported by the "
                   "maintenance leader only")
               .Register(r);
+  ordering_held_ = &BuildGauge()
+                       .Name("bulkhead_ordering_held")
+                       .Help(
+                           "Fleet-wide deliveries of the tier held behind an earlier delivery of "
+                           "their ordering key (counted to 100000); exported by the maintenance "
+                           "leader only")
+                       .Register(r);
   completion_batch_size_ = &BuildHistogram()
                                 .Name("bulkhead_completion_batch_size")
                                 .Help("Results written per completion statement")
@@ -314,8 +321,9 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
 
 void Metrics::SetFleetSample(const FleetCounts& sample) {
   std::lock_guard lock(mu_);
-  prometheus::Family<prometheus::Gauge>* families[3] = {jobs_, breakers_, lag_};
-  std::vector<prometheus::Gauge*> now[3];
+  prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {jobs_, breakers_, lag_,
+                                                                      ordering_held_};
+  std::vector<prometheus::Gauge*> now[kFleetFamilies];
   for (const auto& c : sample.jobs) {
     auto& g = jobs_->Add({{"tier", c.tier}, {"state", c.state}});
     g.Set(static_cast<double>(c.n));
@@ -331,8 +339,13 @@ void Metrics::SetFleetSample(const FleetCounts& sample) {
     g.Set(lag);
     now[2].push_back(&g);
   }
+  for (const auto& [tier, held] : sample.ordering_held) {
+    auto& g = ordering_held_->Add({{"tier", tier}});
+    g.Set(static_cast<double>(held));
+    now[3].push_back(&g);
+  }
   // Series of a tier or state the sample no longer has (a tier dropped) go.
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kFleetFamilies; ++i) {
     for (prometheus::Gauge* old : fleet_series_[i]) {
       if (std::find(now[i].begin(), now[i].end(), old) == now[i].end()) families[i]->Remove(old);
     }
@@ -343,8 +356,9 @@ void Metrics::SetFleetSample(const FleetCounts& sample) {
 
 void Metrics::ClearFleetSample() {
   std::lock_guard lock(mu_);
-  prometheus::Family<prometheus::Gauge>* families[3] = {jobs_, breakers_, lag_};
-  for (int i = 0; i < 3; ++i) {
+  prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {jobs_, breakers_, lag_,
+                                                                      ordering_held_};
+  for (int i = 0; i < kFleetFamilies; ++i) {
     for (prometheus::Gauge* old : fleet_series_[i]) families[i]->Remove(old);
     fleet_series_[i].clear();
   }

@@ -21,7 +21,8 @@
 //                                into the counters at scrape time)
 //   Scrape (status server)       in-flight and worker gauges, process metrics from /proc
 //
-// Fleet-wide samples (`bulkhead_jobs`, `bulkhead_breakers`, `bulkhead_queue_lag_seconds`) are
+// Fleet-wide samples (`bulkhead_jobs`, `bulkhead_breakers`, `bulkhead_queue_lag_seconds`,
+// `bulkhead_ordering_held`) are
 // read by the maintenance leader only, every 15 s, from statements on partial indexes (never
 // a scan of finished rows, never per scrape). Only the leader exports them: a node that is
 // not (or stops being) the leader has no such series, and `bulkhead_leader` says which node
@@ -106,7 +107,7 @@ class Metrics {
     return *quarantined_[static_cast<int>(writer)][recorded ? 0 : 1];
   }
 
-  // The leader's samples: replaces every series of the three families with `sample`.
+  // The leader's samples: replaces every series of the four families with `sample`.
   void SetFleetSample(const FleetCounts& sample);
   // Not (or no longer) the leader: no fleet-wide series, bulkhead_leader 0.
   void ClearFleetSample();
@@ -146,6 +147,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* jobs_;
   prometheus::Family<prometheus::Gauge>* breakers_;
   prometheus::Family<prometheus::Gauge>* lag_;
+  prometheus::Family<prometheus::Gauge>* ordering_held_;
   prometheus::Histogram* completion_batch_size_;
   prometheus::Counter* rescued_;
   prometheus::Counter* stranded_returned_;
@@ -165,7 +167,8 @@ class Metrics {
   // copied into the counters that mirror process-wide totals.
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Tier>> tiers_;
-  std::vector<prometheus::Gauge*> fleet_series_[3];  // jobs, breakers, lag
+  static constexpr int kFleetFamilies = 4;
+  std::vector<prometheus::Gauge*> fleet_series_[kFleetFamilies];  // jobs, breakers, lag, held
   double cpu_seen_ = 0;
   uint64_t reconnects_seen_ = 0;
   uint64_t database_errors_seen_ = 0;

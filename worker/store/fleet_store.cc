@@ -116,7 +116,7 @@ std::pair<int64_t, int64_t> FleetStore::ParkBehindOpenBreakers() {
 }
 
 FleetCounts FleetStore::SampleFleet() {
-  // One read-only transaction: the three samples see one snapshot.
+  // One read-only transaction: the four samples see one snapshot.
   pqxx::read_transaction tx(conn_, "sample_fleet");
   FleetCounts counts;
   for (sql::SampleJobs::Row& row : sql::SampleJobs::Run(tx)) {
@@ -127,6 +127,9 @@ FleetCounts FleetStore::SampleFleet() {
   }
   for (sql::SampleLag::Row& row : sql::SampleLag::Run(tx)) {
     counts.lag_s.emplace_back(std::move(row.tier), row.lag_s);
+  }
+  for (sql::SampleOrdering::Row& row : sql::SampleOrdering::Run(tx)) {
+    counts.ordering_held.emplace_back(std::move(row.tier), row.held);
   }
   tx.commit();
   return counts;

@@ -75,7 +75,8 @@ class FleetStore {
   std::pair<int64_t, int64_t> ReconcileParked();
   // Parks the available jobs of channels whose breaker is not closed. Returns {jobs, channels}.
   std::pair<int64_t, int64_t> ParkBehindOpenBreakers();
-  // Reads the three samples in one snapshot; each reads one partial index, never finished rows.
+  // Reads the four samples in one snapshot; each reads partial indexes of unfinished rows only,
+  // never finished rows (the ordering sample: only held entries, at most 100,001 a tier).
   FleetCounts SampleFleet();
 
  private:

@@ -2,7 +2,8 @@
 -- leader's rounds — leadership, rescue, the breaker's repairs, pruning and the metrics samples
 -- (worker/store/fleet_store.h). Format: see claim_store.sql.
 --
--- The leader's samples for the metrics (bulkhead_jobs, _breakers, _queue_lag_seconds) are run
+-- The leader's samples for the metrics (bulkhead_jobs, _breakers, _queue_lag_seconds,
+-- bulkhead_ordering_held) are run
 -- by the maintenance leader every 15 s, never per scrape. Each reads one partial index's
 -- rows only — the waiting, executing and not-closed — so finished jobs, however many, are
 -- never read: the cost grows with the backlog (a million parked rows: ~0.2 s every 15 s on
@@ -369,4 +370,18 @@ SELECT t.name AS tier,
            AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
          ORDER BY j.scheduled_at LIMIT 1) AS o ON true
  GROUP BY t.name
+ ORDER BY 1
+
+-- name: SampleOrdering
+-- Per tier, its deliveries held behind an earlier one of their ordering key, to 100,000.
+-- column tier text
+-- column held bigint
+-- Per tier, the deliveries held behind an earlier live delivery of their ordering
+-- key (migration 0013): the fragment ordering_held, which reads only held entries — the
+-- 'infinity' end of jobs_claim's priority ranges, and the held parked ones — and stops at
+-- 100,001 a tier. So a sample costs what is held, bounded, never the keyed deliveries that go
+-- (jobs_ordering would read each of them, and its heap row for scheduled_at). 100,000 means
+-- "at least": a gauge that stops there still shows a key's backlog building up.
+SELECT t.name AS tier, least({{ordering_held(t.name)}}, 100000) AS held
+  FROM bulkhead.tiers t
  ORDER BY 1
