@@ -105,7 +105,10 @@ BEGIN
                   WHERE h.channel_id = channel_id AND h.ordering_key = ordering_key
                     AND h.state IN ('available', 'executing', 'parked')
                     AND h.scheduled_at = 'infinity'
-                  ORDER BY h.id LIMIT 1)
+                  ORDER BY h.id LIMIT 1
+                    -- Locked and rechecked: one being cancelled meanwhile is passed over for
+                    -- the next, not released after its end (which would leave the rest held).
+                    FOR UPDATE OF h)
   RETURNING j.id, j.queue, j.state INTO next_id, next_queue, next_state;
   IF next_state = 'available'
      AND EXISTS (SELECT 1 FROM bulkhead.sleepers s WHERE s.queue = next_queue) THEN
@@ -255,64 +258,66 @@ CREATE FUNCTION bulkhead.publish(tenant_id bigint, event_type text, payload json
                                  idempotency_key text DEFAULT NULL,
                                  ordering_key text DEFAULT NULL) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-#variable_conflict use_variable
+#variable_conflict use_column
 DECLARE
   context constant text := 'bulkhead.publish: ';
-  tier text;
+  tenant_tier text;
   created integer;
 BEGIN
-  IF tenant_id IS NULL THEN
+  IF publish.tenant_id IS NULL THEN
     RAISE EXCEPTION '%tenant_id is NULL', context USING ERRCODE = 'null_value_not_allowed';
   END IF;
-  IF event_type IS NULL THEN
+  IF publish.event_type IS NULL THEN
     RAISE EXCEPTION '%event_type is NULL', context USING ERRCODE = 'null_value_not_allowed';
   END IF;
-  IF length(event_type) NOT BETWEEN 1 AND 255 THEN
+  IF length(publish.event_type) NOT BETWEEN 1 AND 255 THEN
     RAISE EXCEPTION '%event_type must be 1 to 255 characters, not %', context,
-      length(event_type) USING ERRCODE = 'invalid_parameter_value';
+      length(publish.event_type) USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  PERFORM bulkhead.check_delivery(payload, idempotency_key, bulkhead.max_payload_bytes(),
-                                  context);
-  PERFORM bulkhead.check_ordering_key(ordering_key, context);
-  SELECT t.tier INTO tier FROM bulkhead.tenants t WHERE t.id = tenant_id;
+  PERFORM bulkhead.check_delivery(publish.payload, publish.idempotency_key,
+                                  bulkhead.max_payload_bytes(), context);
+  PERFORM bulkhead.check_ordering_key(publish.ordering_key, context);
+  SELECT t.tier INTO tenant_tier FROM bulkhead.tenants t WHERE t.id = publish.tenant_id;
   IF NOT FOUND THEN
-    RAISE EXCEPTION '%no tenant with id %', context, tenant_id
+    RAISE EXCEPTION '%no tenant with id %', context, publish.tenant_id
       USING ERRCODE = 'foreign_key_violation';
   END IF;
-  IF ordering_key IS NOT NULL THEN
-    PERFORM bulkhead.lock_ordering_key(tenant_id, ordering_key);
+  IF publish.ordering_key IS NOT NULL THEN
+    PERFORM bulkhead.lock_ordering_key(publish.tenant_id, publish.ordering_key);
   END IF;
-  -- One INSERT for every subscribed channel (channels_tenant), each row routed as route() does:
-  -- parked behind a breaker that is not closed, held behind a live delivery of its key. Without
-  -- an idempotency key, a plain insert, as enqueue's (migration 0011).
-  IF idempotency_key IS NULL THEN
+  -- One INSERT for every subscribed channel (channels_tenant), each row routed as route() and
+  -- the claim would: parked behind a breaker that is not closed or a pause, held behind a live
+  -- delivery of its key. Without an idempotency key, a plain insert, as enqueue's (0011).
+  IF publish.idempotency_key IS NULL THEN
     INSERT INTO bulkhead.jobs
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload, ordering_key)
-    SELECT tier, tenant_id, ch.id,
-           CASE WHEN ch.breaker_state = 'closed' THEN 'available' ELSE 'parked' END,
-           CASE WHEN ch.breaker_state = 'closed' THEN 1 ELSE 3 END,
-           CASE WHEN ordering_key IS NOT NULL
-                     AND bulkhead.ordering_key_busy(ch.id, ordering_key)
+    SELECT tenant_tier, publish.tenant_id, ch.id,
+           CASE WHEN ch.breaker_state = 'closed' AND NOT ch.paused THEN 'available'
+                ELSE 'parked' END,
+           CASE WHEN ch.breaker_state = 'closed' AND NOT ch.paused THEN 1 ELSE 3 END,
+           CASE WHEN publish.ordering_key IS NOT NULL
+                     AND bulkhead.ordering_key_busy(ch.id, publish.ordering_key)
                 THEN 'infinity'::timestamptz ELSE now() END,
-           payload, ordering_key
+           publish.payload, publish.ordering_key
       FROM bulkhead.channels ch
-     WHERE ch.tenant_id = tenant_id AND ch.enabled
-       AND (ch.event_types IS NULL OR event_type = ANY (ch.event_types))
+     WHERE ch.tenant_id = publish.tenant_id AND ch.enabled
+       AND (ch.event_types IS NULL OR publish.event_type = ANY (ch.event_types))
      ORDER BY ch.id;
   ELSE
     INSERT INTO bulkhead.jobs
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload,
             idempotency_key, ordering_key)
-    SELECT tier, tenant_id, ch.id,
-           CASE WHEN ch.breaker_state = 'closed' THEN 'available' ELSE 'parked' END,
-           CASE WHEN ch.breaker_state = 'closed' THEN 1 ELSE 3 END,
-           CASE WHEN ordering_key IS NOT NULL
-                     AND bulkhead.ordering_key_busy(ch.id, ordering_key)
+    SELECT tenant_tier, publish.tenant_id, ch.id,
+           CASE WHEN ch.breaker_state = 'closed' AND NOT ch.paused THEN 'available'
+                ELSE 'parked' END,
+           CASE WHEN ch.breaker_state = 'closed' AND NOT ch.paused THEN 1 ELSE 3 END,
+           CASE WHEN publish.ordering_key IS NOT NULL
+                     AND bulkhead.ordering_key_busy(ch.id, publish.ordering_key)
                 THEN 'infinity'::timestamptz ELSE now() END,
-           payload, idempotency_key, ordering_key
+           publish.payload, publish.idempotency_key, publish.ordering_key
       FROM bulkhead.channels ch
-     WHERE ch.tenant_id = tenant_id AND ch.enabled
-       AND (ch.event_types IS NULL OR event_type = ANY (ch.event_types))
+     WHERE ch.tenant_id = publish.tenant_id AND ch.enabled
+       AND (ch.event_types IS NULL OR publish.event_type = ANY (ch.event_types))
      ORDER BY ch.id
         ON CONFLICT (channel_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING;
   END IF;

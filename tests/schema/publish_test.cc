@@ -309,12 +309,12 @@ TEST_F(PublishTest, AnUnkeyedLiveDeliveryDoesNotHoldAKeyedPublish) {
 }
 
 // ---- Refusals: each raises with its SQLSTATE, naming the function, and leaves no row -------
-// The SQLSTATEs are docs/events-rates-ordering.md's table ("Errors"): a NULL tenant_id or
-// event_type is 23502.
+// The SQLSTATEs are docs/events-rates-ordering.md's table ("Errors"), enqueue's own: a NULL
+// tenant_id or event_type is 22004 (null_value_not_allowed), as enqueue's NULL channel_id.
 
 TEST_F(PublishTest, RefusesANullTenant) {
   SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.publish(NULL, 'invoice.paid', '{}')");
-  EXPECT_EQ(f.sqlstate, "23502");
+  EXPECT_EQ(f.sqlstate, "22004");
   EXPECT_EQ(f.message, "bulkhead.publish: tenant_id is NULL");
   EXPECT_EQ(JobCount(), 0);
 }
@@ -330,7 +330,7 @@ TEST_F(PublishTest, RefusesAnUnknownTenant) {
 
 TEST_F(PublishTest, RefusesANullEventType) {
   SqlFailure f = ExpectSqlFailure(db(), "SELECT bulkhead.publish(" + Args("NULL") + ")");
-  EXPECT_EQ(f.sqlstate, "23502");
+  EXPECT_EQ(f.sqlstate, "22004");
   EXPECT_EQ(f.message, "bulkhead.publish: event_type is NULL");
   EXPECT_EQ(JobCount(), 0);
 }
