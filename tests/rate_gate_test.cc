@@ -1,7 +1,8 @@
 // RateGate: a runner's side of the channels' rate limits — which tokens a claim's jobs need,
-// how the buckets' grants split them into sent and handed back, and how the gate narrows the
-// next claims until a left-out channel's bucket is predicted to hold a token again. A fake
-// clock; the buckets themselves are SQL's (rate_buckets_test).
+// how the buckets' grants split them into sent and handed back, how a channel with a backlog
+// takes its tokens ahead of the claim and returns those it did not use, and how the gate
+// narrows the claims until a left-out channel's bucket is predicted to hold a batch again. A
+// fake clock; the buckets themselves are SQL's (rate_buckets_test).
 #include "rate_gate.h"
 
 #include <gtest/gtest.h>
@@ -67,26 +68,96 @@ TEST(RateGate, AChannelTheBucketsDidNotAnswerForIsNotHeldBack) {
   EXPECT_TRUE(split.back.empty());
 }
 
-TEST(RateGate, LeavesAnEmptyBucketsChannelOutUntilItsNextTokenThenLetsOneJobThrough) {
+TEST(RateGate, AChannelWithoutABacklogIsNarrowedToItsPredictedTokens) {
   RateGate gate;
   const auto now = Clock::now();
-  // 2/s, burst 2, and the bucket's arrival time 1 s ahead: empty now, one token in 0.5 s.
+  // 2/s, burst 2, every job granted, the bucket's arrival time 1 s ahead: empty now.
   gate.Admit({Job(1, 10, 2)}, {{10, 1, 2.0, 1000.0}}, now);
+  EXPECT_FALSE(gate.backlog(10));
   EXPECT_EQ(gate.predicted(10, now), 0);
   ClaimLimits limits;
   limits.channel_cap = 10;
   gate.Narrow(limits, now);
   EXPECT_EQ(WindowOf(limits, 10), 0);  // left out: its rows are never locked
   EXPECT_EQ(limits.lend_windows.back(), 0);
-  const auto due = gate.next_due(now);
-  EXPECT_GT(due, now + 400ms);
-  EXPECT_LT(due, now + 600ms);
-  EXPECT_EQ(gate.predicted(10, now + 510ms), 1);
+  // Nothing waits for it: no claim is due for its sake.
+  EXPECT_EQ(gate.next_due(now), Clock::time_point::max());
   ClaimLimits later;
   later.channel_cap = 10;
   gate.Narrow(later, now + 510ms);
   EXPECT_EQ(WindowOf(later, 10), 1);
-  EXPECT_EQ(gate.next_due(now + 510ms), Clock::time_point::max());  // nothing left out
+}
+
+TEST(RateGate, AChannelThatHadJobsHandedBackTakesItsTokensAheadOfTheClaim) {
+  RateGate gate;
+  const auto now = Clock::now();
+  // 2/s: of three jobs, one granted, two handed back; the bucket 1 s ahead (empty).
+  RateGate::Split first =
+      gate.Admit({Job(1, 10, 2), Job(2, 10, 2), Job(3, 10, 2)}, {{10, 1, 2.0, 1000.0}}, now);
+  EXPECT_EQ(first.back.size(), 2u);
+  EXPECT_TRUE(gate.backlog(10));
+  // Empty: no tokens asked ahead, the channel left out, the runner due when a token is back.
+  EXPECT_TRUE(gate.Ahead(now).empty());
+  ClaimLimits limits;
+  limits.channel_cap = 10;
+  gate.Narrow(limits, now);
+  EXPECT_EQ(WindowOf(limits, 10), 0);
+  const auto due = gate.next_due(now);
+  EXPECT_GT(due, now + 400ms);
+  EXPECT_LT(due, now + 600ms);
+  // Half a second on: one token predicted, asked ahead; the bucket grants it, and the claim
+  // may take exactly one of the channel's jobs.
+  const auto later = now + 510ms;
+  std::vector<TokenRequest> ahead = gate.Ahead(later);
+  ASSERT_EQ(ahead.size(), 1u);
+  EXPECT_EQ(ahead[0].channel, 10);
+  EXPECT_EQ(ahead[0].wanted, 1);
+  gate.TookAhead({{10, 1, 2.0, 1000.0}}, later);
+  ClaimLimits narrowed;
+  narrowed.channel_cap = 10;
+  gate.Narrow(narrowed, later);
+  EXPECT_EQ(WindowOf(narrowed, 10), 1);
+  // Its job needs no token after the claim, and goes.
+  std::vector<ClaimedJob> claimed = {Job(2, 10, 2)};
+  EXPECT_TRUE(gate.Requests(claimed).empty());
+  RateGate::Split split = gate.Admit(claimed, {}, later);
+  EXPECT_EQ(Ids(split.go), (std::vector<int64_t>{2}));
+  EXPECT_TRUE(split.back.empty());
+  EXPECT_TRUE(split.refund.empty());
+  EXPECT_TRUE(gate.backlog(10));  // every token used: more may wait
+}
+
+TEST(RateGate, TokensTakenAheadThatNoJobUsedGoBackAndTheBacklogIsOver) {
+  RateGate gate;
+  const auto now = Clock::now();
+  gate.Admit({Job(1, 10, 100), Job(2, 10, 100)}, {{10, 1, 100.0, 1000.0}}, now);
+  ASSERT_TRUE(gate.backlog(10));
+  const auto later = now + 200ms;  // 20 tokens back
+  std::vector<TokenRequest> ahead = gate.Ahead(later);
+  ASSERT_EQ(ahead.size(), 1u);
+  EXPECT_EQ(ahead[0].wanted, 20);
+  gate.TookAhead({{10, 20, 100.0, 1000.0}}, later);
+  // The claim found only two of its jobs.
+  RateGate::Split split = gate.Admit({Job(2, 10, 100), Job(3, 10, 100)}, {}, later);
+  EXPECT_EQ(split.go.size(), 2u);
+  ASSERT_EQ(split.refund.size(), 1u);
+  EXPECT_EQ(split.refund[0].channel, 10);
+  EXPECT_EQ(split.refund[0].wanted, 18);
+  EXPECT_FALSE(gate.backlog(10));
+  EXPECT_TRUE(gate.Ahead(later).empty());  // first contact again
+}
+
+TEST(RateGate, AHighLimitIsClaimedInBatchesOfATwentiethOfASecond) {
+  RateGate gate;
+  const auto now = Clock::now();
+  // 1,000/s with a backlog, its bucket just emptied: the next claim is due when 50 tokens are
+  // back (50 ms), not at each token (1 ms).
+  gate.Admit({Job(1, 10, 1000), Job(2, 10, 1000)}, {{10, 1, 1000.0, 1000.0}}, now);
+  const auto due = gate.next_due(now);
+  EXPECT_GT(due, now + 45ms);
+  EXPECT_LT(due, now + 55ms);
+  EXPECT_TRUE(gate.Ahead(now + 20ms).empty());
+  ASSERT_EQ(gate.Ahead(now + 51ms).size(), 1u);
 }
 
 TEST(RateGate, NarrowsAChannelInFlightToItsCountPlusItsTokensAndNeverWidensIt) {
@@ -112,6 +183,8 @@ TEST(RateGate, ForgetsAChannelWhoseLimitWasRemovedOrWhoseBucketIsLongFull) {
   EXPECT_EQ(gate.tracked(), 2u);
   gate.Admit({Job(3, 10, 2)}, {{10, 1, 0.0, 0.0}}, now);  // 10's limit removed
   EXPECT_EQ(gate.predicted(10, now), -1);
+  // Each claim's Ahead() forgets what is long full and waits for nothing.
+  EXPECT_TRUE(gate.Ahead(now + RateGate::kKeep + 1s).empty());
   ClaimLimits limits;
   gate.Narrow(limits, now + RateGate::kKeep + 1s);
   EXPECT_EQ(gate.tracked(), 0u);

@@ -96,6 +96,7 @@ class MemoryRunnerStore : public RunnerStore {
     for (const auto& r : requests) grants.push_back({r.channel, r.wanted, 0, 0});
     return grants;
   }
+  void ReturnTokens(const std::vector<TokenRequest>&) override {}
   void MarkAsleep(const std::string&, const std::string&) override {}
   void MarkAwake(const std::string&, const std::string&) override {}
   void Reset() override {

@@ -202,6 +202,17 @@ std::vector<TokenGrant> ClaimStore::TakeTokens(const std::vector<TokenRequest>& 
   return grants;
 }
 
+void ClaimStore::ReturnTokens(const std::vector<TokenRequest>& unused) {
+  std::vector<int64_t> channels;
+  std::vector<int> tokens;
+  for (const auto& r : unused) {
+    channels.push_back(r.channel);
+    tokens.push_back(r.wanted);
+  }
+  pqxx::nontransaction tx(conn_, "return_tokens");
+  sql::ReturnTokens::Run(tx, {.channels = channels, .tokens = tokens});
+}
+
 void ClaimStore::MarkAsleep(const std::string& queue, const std::string& node) {
   pqxx::nontransaction tx(conn_, "mark_asleep");
   sql::MarkAsleep::Run(tx, {.queue = queue, .node = node});

@@ -59,6 +59,8 @@ class ClaimStore {
   // many of its jobs may go now (the rest go back: HandBack). A channel deleted meanwhile is
   // not answered; one whose limit was removed is granted everything (rate 0).
   std::vector<TokenGrant> TakeTokens(const std::vector<TokenRequest>& requests);
+  // Gives tokens taken and not used back to their buckets (`wanted`: how many).
+  void ReturnTokens(const std::vector<TokenRequest>& unused);
 
   // Marks `node`'s runner of `queue` as waiting for news, so that enqueues notify it, or as
   // busy, so that they do not (bulkhead.sleepers, ADR 0019). Each is its own transaction.

@@ -548,6 +548,19 @@ SELECT w.channel_id,
   LEFT JOIN seeded s ON s.channel_id = w.channel_id
   LEFT JOIN taken t ON t.channel_id = w.channel_id
 
+-- name: ReturnTokens
+-- Gives $2 unused tokens back to each channel $1's rate bucket.
+-- param $1 channels bigint[]
+-- param $2 tokens integer[]: in the order of $1
+-- A runner takes tokens ahead of a claim for a channel with a backlog (RateGate); those the
+-- claim found no job for go back, so the limit is not under-used: the bucket's arrival time
+-- moves back by 1/rate each (an arrival time in the past is a full bucket, so returning more
+-- than is missing changes nothing). A channel whose limit was removed has nothing to return.
+UPDATE bulkhead.rate_buckets AS b
+   SET tat = b.tat - r.tokens / ch.rate_limit_per_s * interval '1 second'
+  FROM unnest($1::bigint[], $2::int[]) AS r(channel_id, tokens), bulkhead.channels ch
+ WHERE b.channel_id = r.channel_id AND ch.id = r.channel_id AND ch.rate_limit_per_s IS NOT NULL
+
 -- name: MarkAsleep
 -- Records that node $2's runner of queue $1 waits for news (migration 0010, ADR 0019).
 -- param $1 queue text

@@ -319,6 +319,11 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       std::erase_if(handed_back_open_,
                     [&](int64_t channel) { return !keeper_.OpenPending(channel); });
       for (int64_t channel : handed_back_open_) CapLedger::LeaveOut(limits, channel);
+      // Tokens for channels with a backlog, before any of their rows is locked (RateGate).
+      if (std::vector<TokenRequest> ahead = rate_.Ahead(std::chrono::steady_clock::now());
+          !ahead.empty()) {
+        rate_.TookAhead(store_.TakeTokens(ahead), std::chrono::steady_clock::now());
+      }
       rate_.Narrow(limits, std::chrono::steady_clock::now());
       const bool could_lend = limits.lend > 0;
       if (!lend) limits.lend = 0;
@@ -393,11 +398,15 @@ std::vector<ClaimedJob> QueueRunner::ClaimProbes(int limit) {
 }
 
 std::vector<ClaimedJob> QueueRunner::AdmitByRate(std::vector<ClaimedJob> jobs) {
+  if (rate_.tracked() == 0 && std::none_of(jobs.begin(), jobs.end(), [](const ClaimedJob& j) {
+        return j.rate_limit_per_s > 0;
+      })) {
+    return jobs;  // no limited channel in sight: nothing to take or return
+  }
   const std::vector<TokenRequest> requests = rate_.Requests(jobs);
-  if (requests.empty()) return jobs;
   std::vector<TokenGrant> grants;
   try {
-    grants = store_.TakeTokens(requests);
+    if (!requests.empty()) grants = store_.TakeTokens(requests);
   } catch (const std::exception& e) {
     // No token without the bucket: every limited job goes back (below). If the hand-back
     // fails too, they stay executing under this node's name, which holds none of them, and
@@ -408,6 +417,16 @@ std::vector<ClaimedJob> QueueRunner::AdmitByRate(std::vector<ClaimedJob> jobs) {
     for (const auto& r : requests) grants.push_back({r.channel, 0, 0, 0});
   }
   RateGate::Split split = rate_.Admit(std::move(jobs), grants, std::chrono::steady_clock::now());
+  if (!split.refund.empty()) {
+    try {
+      store_.ReturnTokens(split.refund);
+    } catch (const std::exception& e) {
+      // The tokens are lost: the channel sends less than its limit for a moment, never more.
+      Log(LogLevel::kWarn, "return_tokens_failed",
+          {{"tier", options_.tier.name}, {"error", FirstLine(e.what())}});
+      store_.Reset();
+    }
+  }
   if (!split.back.empty()) {
     rate_limited_ += split.back.size();
     rate_limited_log_.Add(split.back.size());

@@ -51,11 +51,12 @@
 // interval (NewsClaims).
 //
 // Rate limits. A channel with a rate_limit_per_s sends at most that many requests a second
-// across the fleet: after each claim the runner takes a token for each of its jobs from the
-// channel's bucket in PostgreSQL and hands back at once, unsent and with the attempt unspent,
-// those it got none for; until the bucket is predicted to hold a token again the channel is
-// left out of this runner's claims, as if at its cap, so it never holds a slot while it waits
-// (RateGate, ADR 0021).
+// across the fleet, one token of its bucket in PostgreSQL a request. For a channel with a
+// backlog the runner takes its tokens before the claim, which then takes at most that many of
+// its jobs (and returns the tokens it found no job for); for any other the claim's jobs take
+// theirs after, and those without one are handed back at once, unsent and with the attempt
+// unspent. A channel without a token is left out of the claims, as if at its cap, so it never
+// holds a slot while it waits (RateGate, ADR 0021).
 //
 // Endpoint answers. A 429 or 503 with a Retry-After slows its channel down: the job's next
 // attempt waits max(its retry delay, min(Retry-After, retry_after_max_ms)) (the Verdict), and

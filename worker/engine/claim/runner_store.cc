@@ -36,6 +36,10 @@ std::vector<TokenGrant> StoreRunnerStore::TakeTokens(const std::vector<TokenRequ
   return store_.Get().TakeTokens(requests);
 }
 
+void StoreRunnerStore::ReturnTokens(const std::vector<TokenRequest>& unused) {
+  store_.Get().ReturnTokens(unused);
+}
+
 void StoreRunnerStore::MarkAsleep(const std::string& queue, const std::string& node) {
   store_.Get().MarkAsleep(queue, node);
 }

@@ -42,8 +42,9 @@ class RunnerStore {
   // ClaimStore::SnoozeChannel (a Retry-After) and DisableGone (a 410).
   virtual int SnoozeChannel(int64_t channel, int64_t delay_ms) = 0;
   virtual GoneOutcome DisableGone(const GoneAnswer& answer, const std::string& node) = 0;
-  // ClaimStore::TakeTokens: the rate buckets' grants for limited channels' jobs.
+  // ClaimStore::TakeTokens and ReturnTokens: the rate buckets of limited channels.
   virtual std::vector<TokenGrant> TakeTokens(const std::vector<TokenRequest>& requests) = 0;
+  virtual void ReturnTokens(const std::vector<TokenRequest>& unused) = 0;
   // ClaimStore::MarkAsleep and MarkAwake (bulkhead.sleepers, ADR 0019).
   virtual void MarkAsleep(const std::string& queue, const std::string& node) = 0;
   virtual void MarkAwake(const std::string& queue, const std::string& node) = 0;
@@ -68,6 +69,7 @@ class StoreRunnerStore : public RunnerStore {
   int SnoozeChannel(int64_t channel, int64_t delay_ms) override;
   GoneOutcome DisableGone(const GoneAnswer& answer, const std::string& node) override;
   std::vector<TokenGrant> TakeTokens(const std::vector<TokenRequest>& requests) override;
+  void ReturnTokens(const std::vector<TokenRequest>& unused) override;
   void MarkAsleep(const std::string& queue, const std::string& node) override;
   void MarkAwake(const std::string& queue, const std::string& node) override;
   void Reset() override;
