@@ -11,9 +11,10 @@
 #                                         # and WAL bytes a delivery
 #   load/events_bench.sh limited          # one node draining EVENTS_BENCH_JOBS deliveries over 20
 #                                         # unlimited channels, without and with a channel limited
-#                                         # to EVENTS_BENCH_RATE/s and a backlog of 20 s beside
-#                                         # them, in turn, EVENTS_BENCH_PAIRS times: the unlimited
-#                                         # channels' deliveries/s, and what the limited one sent
+#                                         # to EVENTS_BENCH_RATE/s and a backlog of 20 s enqueued
+#                                         # just before them, in turn, EVENTS_BENCH_PAIRS times:
+#                                         # the unlimited channels' deliveries/s, and what the
+#                                         # limited one sent meanwhile
 #   load/events_bench.sh nodes            # the limited channel's backlog alone drained by 1, 2
 #                                         # and 4 nodes (EVENTS_BENCH_NODES; the fleet's workers
 #                                         # add up to 200): the rate it got, the most in any 1 s,
@@ -21,7 +22,8 @@
 #   load/events_bench.sh ordering         # one channel's EVENTS_BENCH_KEYED deliveries under
 #                                         # EVENTS_BENCH_KEYS ordering keys, against as many without
 #                                         # a key, in turn, EVENTS_BENCH_PAIRS times: deliveries/s,
-#                                         # the claim's mean time, and a check that every key's
+#                                         # the claim's and the result write's time in PostgreSQL
+#                                         # per 1,000 deliveries, and a check that every key's
 #                                         # deliveries went one at a time in order
 #   EVENTS_BENCH_SAVE=1 load/events_bench.sh   # also keep the output in
 #                                         # load/results/<UTC date>-events-bench.txt
@@ -308,7 +310,7 @@ limited() {
   echo
   echo "=== limited: $jobs deliveries over 20 unlimited channels (20 tenants), one node (200"
   echo "    workers, share 0.5), without and with a channel limited to $rate/s holding $((rate * 20))"
-  echo "    deliveries beside them; $pairs pair(s)"
+  echo "    deliveries enqueued just before them; $pairs pair(s)"
   start_mock
   local t tenants=() k free limited_tenant limited_ch
   for ((k = 1; k <= 20; k++)); do tenants+=("$(tenant_with_channels "drain-$k" 1 "$mock_url")"); done
@@ -321,8 +323,10 @@ limited() {
   for ((p = 1; p <= pairs; p++)); do
     for which in without with; do
       reset_runs >/dev/null
-      burst "$free" "$jobs"
+      # The limited backlog first, at the front of the queue: every claim meets it before the
+      # burst behind it.
       [ "$which" = with ] && burst "{$limited_ch}" $((rate * 20))
+      burst "$free" "$jobs"
       psql "$db" -o /dev/null -c "SELECT pg_stat_statements_reset()"
       since=$(q "SELECT now()")
       lb=$(load_average)
@@ -400,25 +404,29 @@ ordering() {
       secs=$(elapsed "$start")
       la=$(load_average)
       stop_nodes
-      claim=$(q "SELECT coalesce(round((sum(total_exec_time) / nullif(sum(calls), 0))::numeric, 3), 0)
+      # The claim's and the result write's time in PostgreSQL, per 1,000 deliveries.
+      claim=$(q "SELECT coalesce(round((sum(total_exec_time) / $keyed * 1000)::numeric, 1), 0)
                    FROM pg_stat_statements WHERE query LIKE 'WITH RECURSIVE flying AS%'")
+      record=$(q "SELECT coalesce(round((sum(total_exec_time) / $keyed * 1000)::numeric, 1), 0)
+                    FROM pg_stat_statements WHERE query LIKE 'UPDATE bulkhead.jobs AS j%SET state = CASE WHEN r.delivered%'")
       # Every key's deliveries one at a time in order: each attempt began after the one before
       # it (by id) had finished.
       bad=$(q "SELECT count(*) FROM (SELECT attempted_at,
                                             lag(finished_at) OVER (PARTITION BY ordering_key ORDER BY id) AS prev
                                        FROM bulkhead.jobs WHERE channel_id = $ch AND ordering_key IS NOT NULL) s
                 WHERE attempted_at < prev")
-      rows+=("$which $(awk -v j="$keyed" -v s="$secs" 'BEGIN { printf "%.0f", j / s }') $secs $claim $lb $la $bad")
+      rows+=("$which $(awk -v j="$keyed" -v s="$secs" 'BEGIN { printf "%.0f", j / s }') $secs $claim $record $lb $la $bad")
       echo "  pair $p, $which: ${rows[-1]}"
     done
   done
   echo
-  printf '%-8s %14s %8s %14s %12s %11s %18s\n' run deliveries/s seconds "claim ms/call" "load before" \
-    "load after" "out of order"
+  printf '%-8s %14s %8s %20s %21s %12s %11s %13s\n' run deliveries/s seconds "claim ms/1,000 jobs" \
+    "result ms/1,000 jobs" "load before" "load after" "out of order"
   local un=() ke=() r
   for r in "${rows[@]}"; do
-    read -r which dps secs claim lb la bad <<<"$r"
-    printf '%-8s %14s %8s %14s %12s %11s %18s\n' "$which" "$dps" "$secs" "$claim" "$lb" "$la" "$bad"
+    read -r which dps secs claim record lb la bad <<<"$r"
+    printf '%-8s %14s %8s %20s %21s %12s %11s %13s\n' "$which" "$dps" "$secs" "$claim" "$record" "$lb" "$la" \
+      "$bad"
     if [ "$which" = keyed ]; then ke+=("$dps"); else un+=("$dps"); fi
   done
   echo "median deliveries/s: unkeyed ${un[*]} -> $(median "${un[@]}"); keyed ${ke[*]} -> $(median "${ke[@]}");" \
