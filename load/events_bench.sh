@@ -189,17 +189,6 @@ SQL
 }
 
 # --- the node and the mock --------------------------------------------------------------------
-stop_pid() {  # PID NAME: SIGTERM, SIGKILL after 15 s
-  local pid=$1 i
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "$load_script: $2 did not stop within 15 s; killing it" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 mock_pid=
 node_pids=()
 node_ports=()

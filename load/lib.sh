@@ -23,6 +23,8 @@
 #   db_conn NAME                     the connection string of database NAME in that cluster
 #   psql ARGS…                       the cluster's psql, -X -q, stopping at the first error
 #   load_average [all]               the 1-minute load average (all: 1, 5 and 15 minutes)
+#   stop_pid PID NAME                SIGTERM to PID and wait for it; SIGKILL (and a line naming
+#                                    NAME) if it has not stopped within 15 s
 #   on_exit COMMAND                  run COMMAND (a shell string) when the script exits, after
 #                                    the ones given before it
 #
@@ -113,4 +115,16 @@ fresh_database() {
 
 load_average() {
   if [ "${1:-}" = all ]; then cut -d' ' -f1-3 /proc/loadavg; else cut -d' ' -f1 /proc/loadavg; fi
+}
+
+stop_pid() {
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "$load_script: $2 did not stop within 15 s; killing it" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
 }

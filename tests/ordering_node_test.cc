@@ -41,7 +41,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::DeliveryTest;
 using testing::HttpReceiver;
-using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
@@ -201,11 +200,7 @@ class OrderingNodeTest : public DeliveryTest {
 
   static nlohmann::json Node(const std::string& name) {
     // A 3 s lease (the shortest allowed): a killed node's jobs come back within seconds.
-    return {{"node", name},
-            {"poll_interval_ms", 200},
-            {"lease_ms", 3000},
-            {"shutdown_grace_ms", 1000},
-            {"allowed_networks", LoopbackNetworks()}};
+    return testing::TestNodeConfig(name, {{"lease_ms", 3000}, {"shutdown_grace_ms", 1000}});
   }
 
   static std::string InList(const std::vector<int64_t>& ids, size_t from = 0) {

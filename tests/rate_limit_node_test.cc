@@ -24,7 +24,6 @@ namespace {
 using std::chrono::seconds;
 using testing::DeliveryTest;
 using testing::HttpReceiver;
-using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
@@ -51,10 +50,7 @@ class RateLimitNodeTest : public DeliveryTest {
   }
 
   static nlohmann::json Node(const std::string& name) {
-    return {{"node", name},
-            {"poll_interval_ms", 200},
-            {"shutdown_grace_ms", 1000},
-            {"allowed_networks", LoopbackNetworks()}};
+    return testing::TestNodeConfig(name, {{"shutdown_grace_ms", 1000}});
   }
 
   // The most requests to `path` the receiver got within any `window` (a sliding window over
