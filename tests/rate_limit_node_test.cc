@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "delivery_test.h"
@@ -166,6 +167,36 @@ TEST_F(RateLimitNodeTest, ARaisedLimitTakesEffectWhileTheBacklogDrains) {
   EXPECT_TRUE(WaitFor("(SELECT count(*) = 200 FROM bulkhead.jobs WHERE state = 'completed')",
                       seconds(60)))
       << node.Log();
+}
+
+TEST_F(RateLimitNodeTest, A429WithRetryAfterStillSlowsALimitedChannelFurther) {
+  // 1/s: the limit alone spaces the requests a second apart. The first is answered 429 with
+  // Retry-After: 3, which pushes the channel's waiting jobs (and that job's retry) 3 s on.
+  std::atomic<int> answered{0};
+  HttpReceiver receiver([&](const ReceivedRequest&) {
+    Reply reply;
+    if (answered++ == 0) {
+      reply.status = 429;
+      reply.headers = {{"Retry-After", "3"}};
+    }
+    return reply;
+  });
+  int64_t limited = Channel(receiver.Url("/limited"), "1");
+  Enqueue(limited, 3);
+  nlohmann::json tier = Tier(10);
+  tier["retry_after_max_ms"] = 60000;
+  NodeProcess node(Node("node-a"), {{"default", tier}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 3 FROM bulkhead.jobs WHERE state = 'completed')",
+                      seconds(60)))
+      << node.Log();
+  std::vector<std::chrono::system_clock::time_point> times;
+  for (const auto& r : receiver.Requests()) times.push_back(r.received_at);
+  std::sort(times.begin(), times.end());
+  ASSERT_EQ(times.size(), 4u);  // the 429, then three 200s
+  // A bound a slow machine cannot break: nothing follows the 429 sooner than its Retry-After
+  // (less the second's rounding of the time it was sent with).
+  EXPECT_GE(times[1] - times[0], std::chrono::milliseconds(2000));
 }
 
 }  // namespace
