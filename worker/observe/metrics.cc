@@ -390,7 +390,15 @@ void Metrics::RefreshProcess() {
 
 std::string Metrics::Scrape() {
   RefreshProcess();
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  // Collected under mu_, so a scrape sees the leader's fleet sample whole: SetFleetSample
+  // adds its series family by family, and a scrape between two families would show the jobs
+  // of a new sample without its breakers or lag. The hot path's counters never take mu_.
+  std::vector<prometheus::MetricFamily> families;
+  {
+    std::lock_guard lock(mu_);
+    families = registry_->Collect();
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 std::vector<std::string> Metrics::FamilyNames() const {
