@@ -397,8 +397,8 @@ TEST_F(NodeTest, AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll) {
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.nodes")) << node.Log();
   ASSERT_TRUE(node.WaitReady()) << node.Log();
-  // Enqueues notify only a runner marked asleep (ADR 0019). Each delivery takes the mark away
-  // and the idle runner writes it again; three rounds go through both.
+  // Enqueues notify only a runner marked asleep (ADR 0019). Each enqueue's commit takes the mark
+  // away (ADR 0022) and the idle runner writes it again; three rounds go through both.
   for (int round = 1; round <= 3; ++round) {
     ASSERT_TRUE(
         WaitFor("count(*) = 1 FROM bulkhead.sleepers WHERE queue = 'default' "

@@ -1,4 +1,4 @@
-// SleepMark: when a queue runner writes, rechecks and deletes its sleeping mark (ADR 0019).
+// SleepMark: when a queue runner writes and rechecks its sleeping mark (ADR 0019, ADR 0022).
 // Its logic with a fake clock (Write and Delete, its database side, run in every node test); the
 // mark's effect on enqueues is tests/schema/wake_test.cc, and a node woken through it is
 // NodeTest.AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll.
@@ -27,16 +27,16 @@ TEST(SleepMarkTest, AFreshRunnerMarksItselfThenRechecksOnce) {
   EXPECT_TRUE(mark.marked());
 }
 
-TEST(SleepMarkTest, TheMarkGoesWhenAClaimTakesWorkAndOnlyThen) {
+TEST(SleepMarkTest, ANotificationMeansTheMarkWasTakenAndMustBeWrittenAgain) {
   SleepMark mark("default", "node-a");
-  EXPECT_FALSE(mark.NeedsUnmark(5)) << "nothing to delete before a mark";
   mark.Marked(Clock::now());
-  EXPECT_FALSE(mark.NeedsUnmark(0));
-  EXPECT_TRUE(mark.NeedsUnmark(1));
-  mark.Unmarked();
+  EXPECT_FALSE(mark.NeedsMark()) << "a runner that finds work by itself leaves its mark";
+  mark.Notified();
   EXPECT_FALSE(mark.marked());
   EXPECT_TRUE(mark.NeedsMark());
   EXPECT_EQ(mark.recheck_at(), kNever);
+  mark.Marked(Clock::now());
+  EXPECT_NE(mark.recheck_at(), kNever) << "written anew: rechecked once";
 }
 
 TEST(SleepMarkTest, ThePollsRewriteAddsNoRecheck) {

@@ -1,7 +1,7 @@
 // The wake-up of bulkhead.enqueue: a NOTIFY on channel `bulkhead_jobs` whose payload is the
 // queue name, sent at COMMIT, once per queue per transaction, and only for a queue that has a
 // runner marked asleep in bulkhead.sleepers when the transaction commits (migration 0010, ADR
-// 0019); none for a rolled-back transaction, for jobs due later or for parked jobs; and a
+// 0019), whose mark that commit takes (migration 0014, ADR 0022); none for a rolled-back transaction, for jobs due later or for parked jobs; and a
 // debounce flag that rolls back with a savepoint together with the notification it stands for.
 // Unless a test says otherwise, a runner of each queue sleeps.
 //
@@ -25,6 +25,7 @@ namespace {
 using testing::CreateChannel;
 using testing::CreateTenant;
 using testing::DatabaseTest;
+using testing::QueryValue;
 
 // Collects the payloads, and the senders' backend pids, of one notification channel.
 class Collector : public pqxx::notification_receiver {
@@ -130,14 +131,72 @@ TEST_F(WakeTest, NotifiesAtCommitAndNotBefore) {
   EXPECT_EQ(Received(), Payloads{"default"});
 }
 
-TEST_F(WakeTest, TwoTransactionsWakeTwice) {
-  for (int i = 0; i < 2; ++i) {
+// One sleep, one notification (migration 0014): the first commit takes the mark as it
+// notifies, the commits after it find none, and a runner that marks itself again is notified
+// again.
+TEST_F(WakeTest, TheCommitThatNotifiesTakesTheMarkSoOneSleepCostsOneNotification) {
+  for (int i = 0; i < 3; ++i) {
     pqxx::work tx(db());
     tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
     tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
     tx.commit();
   }
-  EXPECT_EQ(Received(), (Payloads{"default", "default"}));
+  EXPECT_EQ(Received(), (Payloads{"default"}));
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
+                                      "WHERE queue = 'default'"),
+            0);
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
+                                      "WHERE queue = 'bulk'"),
+            1)
+      << "another queue's mark stays";
+  Sleep("default", "node-a");
+  {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+    tx.commit();
+  }
+  EXPECT_EQ(Received(), (Payloads{"default"}));
+}
+
+// A mark another commit is taking (here: locked by a session that stands for it) is passed over
+// without waiting: the enqueue commits at once and sends nothing, since that other commit
+// notifies. The application's commits never queue behind each other for a mark.
+TEST_F(WakeTest, ACommitPassesOverAMarkAnotherCommitIsTakingWithoutWaiting) {
+  auto taker = Connect();
+  pqxx::work taking(*taker);
+  taking.exec("SELECT 1 FROM bulkhead.sleepers WHERE queue = 'default' FOR UPDATE");
+  {
+    pqxx::work tx(db());
+    tx.exec("SET LOCAL statement_timeout = '5s'");  // a wait fails the test instead of hanging
+    tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+    tx.commit();
+  }
+  EXPECT_EQ(Received(), Payloads{});
+  taking.abort();
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
+                                      "WHERE queue = 'default'"),
+            1);
+}
+
+// Nothing a runner writes waits for a commit that is taking its mark: MarkAsleep finds the row
+// still there and leaves it (the notification that follows tells the runner to write it again).
+TEST_F(WakeTest, ARunnerMarkingItselfDoesNotWaitForACommitTakingItsMark) {
+  auto taker = Connect();
+  pqxx::work taking(*taker);
+  taking.exec("DELETE FROM bulkhead.sleepers WHERE queue = 'default'");
+  auto runner = Connect();
+  pqxx::nontransaction(*runner).exec("SET statement_timeout = '5s'");
+  ClaimStore(*runner).MarkAsleep("default", "node-a");
+  taking.commit();
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
+                                      "WHERE queue = 'default'"),
+            0);
+  ClaimStore(*runner).MarkAsleep("default", "node-a");
+  ClaimStore(*runner).MarkAsleep("default", "node-a");
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
+                                      "WHERE queue = 'default'"),
+            1)
+      << "a mark written twice is one row";
 }
 
 TEST_F(WakeTest, ARolledBackTransactionWakesNobody) {
@@ -148,6 +207,8 @@ TEST_F(WakeTest, ARolledBackTransactionWakesNobody) {
     tx.abort();
   }
   EXPECT_EQ(Received(), Payloads{});
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 2)
+      << "and takes no mark";
 }
 
 TEST_F(WakeTest, AJobDueLaterWakesNobody) {
@@ -179,6 +240,7 @@ TEST_F(WakeTest, ADeduplicatedEnqueueWakesNobody) {
     tx.commit();
   }
   ASSERT_EQ(Received(), Payloads{"default"});
+  Sleep("default", "node-a");  // the first commit took the mark
   pqxx::work tx(db());
   tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}', 'k')");
   tx.commit();
@@ -231,13 +293,17 @@ TEST_F(WakeTest, ARunnerThatFallsAsleepBeforeTheCommitIsNotified) {
   EXPECT_EQ(Received(), Payloads{"default"});
 }
 
-// Two runners asleep on one queue: one notification, which every listening node receives.
+// Two runners asleep on one queue: one notification, which every listening node receives, and
+// both marks taken.
 TEST_F(WakeTest, TwoRunnersAsleepOnAQueueStillOneNotification) {
   Sleep("default", "node-c");
   pqxx::work tx(db());
   tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
   tx.commit();
   EXPECT_EQ(Received(), Payloads{"default"});
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
+                                      "WHERE queue = 'default'"),
+            0);
 }
 
 }  // namespace

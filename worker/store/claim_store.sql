@@ -565,13 +565,18 @@ UPDATE bulkhead.rate_buckets AS b
 -- Records that node $2's runner of queue $1 waits for news (migration 0010, ADR 0019).
 -- param $1 queue text
 -- param $2 node text
--- An enqueue's trigger notifies a queue only while such a row exists. Unlogged, so the
--- statement writes no WAL and its commit waits for no flush; a row already there stays as it
--- is (no new row version for a runner that writes it again).
-INSERT INTO bulkhead.sleepers (queue, node) VALUES ($1, $2) ON CONFLICT DO NOTHING
+-- An enqueue's trigger notifies a queue only while such a row exists, and takes the row away
+-- (migration 0014). Unlogged, so the statement writes no WAL and its commit waits for no flush;
+-- a row already there stays as it is (no new row version for a runner that writes it again).
+-- NOT EXISTS rather than a unique key: a unique check would wait for an enqueuing commit that
+-- is taking the old row, and nothing a runner does may wait for the application.
+INSERT INTO bulkhead.sleepers (queue, node)
+SELECT $1::text, $2::text
+ WHERE NOT EXISTS (SELECT 1 FROM bulkhead.sleepers s WHERE s.queue = $1 AND s.node = $2)
 
 -- name: MarkAwake
--- Deletes node $2's row for queue $1: its runner is busy and claims again by itself.
+-- Deletes node $2's row for queue $1: its runner stops. (A busy runner leaves its row for the
+-- next enqueue to take, which notifies it once; migration 0014.)
 -- param $1 queue text
 -- param $2 node text
 DELETE FROM bulkhead.sleepers WHERE queue = $1 AND node = $2

@@ -225,7 +225,10 @@ void QueueRunner::Run() {
       wake_ = false;
       // An enqueue's wake-up: this claim lends nothing, and the claim right after it does
       // (ADR 0015), while such claims find news (NewsClaims).
-      const bool news = std::exchange(news_, false) && news_claims_.WithoutLending(now);
+      const bool notified = std::exchange(news_, false);
+      const bool news = notified && news_claims_.WithoutLending(now);
+      // The commit that notified took the mark: write it again before the next wait.
+      if (notified) sleep_.Notified();
       const uint64_t ended_before = ended_;
       lock.unlock();
       // The poll writes the sleeping mark again before it claims: the leader deletes the marks
@@ -244,8 +247,6 @@ void QueueRunner::Run() {
       for (const auto& job : jobs) claimed.emplace_back(job.channel_id, job.tenant_id);
       CapsReached reached = Dispatch(std::move(jobs));
       cap_summary_.CountReached(reached);
-      // Busy again: enqueues need not notify. After the requests are out, not before.
-      if (sleep_.NeedsUnmark(taken)) sleep_.Delete(store_);
       lock.lock();
       // When to claim again at once, rather than wait for an end that wakes the runner (one of
       // a channel at its window or cap, or of a tenant at its cap), an enqueue or the poll:
