@@ -11,15 +11,17 @@
 #                plain table: what the application's own writes cost
 #   enqueue      SELECT bulkhead.enqueue(channel, payload), no runner asleep: a busy fleet's
 #                case, where no enqueue notifies (migration 0010, ADR 0019)
-#   asleep       the same with a runner of the queue marked asleep throughout: every commit
-#                notifies, as every enqueue did before migration 0010 (a real runner deletes
-#                its mark at its first claim that takes work)
+#   asleep       the same with a runner of the queue marked asleep when the run starts. Before
+#                migration 0014 every commit notified while the mark was there (the whole run);
+#                since 0014 the first commit takes the mark as it notifies, and the rest send
+#                nothing (ADR 0022)
 #   no_notify    the same with the wake-up flag set for the session (bulkhead.woken.default
 #                on): the trigger returns at once
 #   draining     enqueue while one `bulkhead run` node (shipped tiers) delivers to bulkhead-mock
 #                (/hook/fast) on the same machine: the production shape. Its runner marks itself
 #                asleep whenever it drains the queue; the share of 100 ms samples that found a
-#                mark is printed (the share of the time enqueues notified). The node's CPU is
+#                mark is printed (before 0014: the share of the time every enqueue notified;
+#                since: a mark there is taken by the next commit). The node's CPU is
 #                taken from the same two cores as pgbench's and PostgreSQL's.
 # each against a freshly migrated database, side by side in one run, with the load average.
 #
