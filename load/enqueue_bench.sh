@@ -24,6 +24,9 @@
 #                since: a mark there is taken by the next commit). The node's CPU is
 #                taken from the same two cores as pgbench's and PostgreSQL's.
 # each against a freshly migrated database, side by side in one run, with the load average.
+# ENQUEUE_BENCH_BEFORE=DIR (a folder holding an older build's bulkhead and bulkhead-mock) runs
+# every case with that build too, right before this one's, each migrating its own schema: a
+# change to the wake-up measured side by side (the table gets a row per build).
 #
 # Three cases, each against a freshly migrated database on an embedded PostgreSQL (.run/bench-pg),
 # with pgbench as the application, one delivery per transaction unless noted:
@@ -75,11 +78,12 @@ SELECT bulkhead.enqueue(:ch, '{"type": "message.created", "conversation": 7, "te
 SQL
   # The draining case's node and receiver (build/bin/bulkhead, bulkhead-mock), one at a time.
   mock_pid= node_pid=
+  bin=build/bin  # the build under test: this one, or ENQUEUE_BENCH_BEFORE's
   start_draining_node() {
     local db=$1 work=.run/enqueue-bench
     mkdir -p "$work"
     rm -f "$work/mock.port"
-    build/bin/bulkhead-mock --listen 127.0.0.1:0 --port-file "$work/mock.port" >"$work/mock.log" 2>&1 &
+    "$bin/bulkhead-mock" --listen 127.0.0.1:0 --port-file "$work/mock.port" >"$work/mock.log" 2>&1 &
     mock_pid=$!
     for _ in $(seq 100); do [ -s "$work/mock.port" ] && break; sleep 0.1; done
     psql "$db" -c "UPDATE bulkhead.channels SET url = 'http://127.0.0.1:$(cat "$work/mock.port")/hook/fast'"
@@ -89,7 +93,7 @@ SQL
 {"node": "enqueue-bench", "database": "postgresql://bulkhead@/bench?host=$sock",
  "tiers_dir": "$PWD/tiers", "tiers": ["default"], "allowed_networks": ["127.0.0.0/8"]}
 JSON
-    build/bin/bulkhead run --config "$work/node.json" >"$work/node.log" 2>&1 &
+    "$bin/bulkhead" run --config "$work/node.json" >"$work/node.log" 2>&1 &
     node_pid=$!
     for _ in $(seq 100); do
       [ "$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.sleepers")" -gt 0 ] && break
@@ -103,14 +107,24 @@ JSON
   declare -A tps
   list=${ENQUEUE_BENCH_CLIENT_LIST:-1 4 16 32}
   list=${list//,/ }
+  builds=this
+  before=${ENQUEUE_BENCH_BEFORE:-}
+  if [ -n "$before" ]; then
+    [ -x "$before/bulkhead" ] && [ -x "$before/bulkhead-mock" ] ||
+      { echo "ENQUEUE_BENCH_BEFORE=$before: no bulkhead and bulkhead-mock there" >&2; exit 2; }
+    builds="before this"
+  fi
   echo "load/enqueue_bench.sh commit: durability on ($(psql "$conn" -At -c "SHOW fsync"),"\
     "synchronous_commit $(psql "$conn" -At -c "SHOW synchronous_commit")), ${seconds} s a case;"\
     "load before: $(load_average all)"
   for n in $list; do
+   for build in $builds; do
+    bin=build/bin
+    [ "$build" = before ] && bin=$before
     for case in plain enqueue asleep no_notify draining; do
       fresh_database bench
       db=$(db_conn bench)
-      build/bin/bulkhead migrate up --database "$db" >/dev/null
+      "$bin/bulkhead" migrate up --database "$db" >/dev/null
       psql "$db" -c "CREATE TABLE app_events (id bigserial PRIMARY KEY, k int NOT NULL,
                        payload jsonb NOT NULL)" \
                  -c "INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g" \
@@ -131,7 +145,8 @@ JSON
         ) >"$marks_file" &
         sampler=$!
       fi
-      tps[$case.$n]=$(PGOPTIONS="$options" "$pg_bindir/pgbench" -n -c "$n" -j "$((n < 2 ? 1 : 2))" \
+      key=$case.$n.$build
+      tps[$key]=$(PGOPTIONS="$options" "$pg_bindir/pgbench" -n -c "$n" -j "$((n < 2 ? 1 : 2))" \
                         -T "$seconds" -f "$scripts/$script" "$db" | awk '/^tps = / {printf "%.0f", $3}')
       note=
       if [ "$case" = draining ]; then
@@ -142,22 +157,27 @@ JSON
         rm -f "$marks_file"
         stop_draining_node
       fi
-      echo "$n clients, $case: ${tps[$case.$n]} transactions/s$note"
+      echo "$n clients, $build, $case: ${tps[$key]} transactions/s$note"
     done
+   done
   done
   rm -rf "$scripts"
   echo "load after: $(load_average all)"
   echo
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-  printf '%-8s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' clients plain enqueue asleep \
-    no_notify draining enqueue/plain asleep/plain no_notify/plain draining/plain
+  printf '%-8s %-7s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' clients build plain enqueue \
+    asleep no_notify draining enqueue/plain asleep/plain no_notify/plain draining/plain
   for n in $list; do
-    printf '%-8s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' "$n" "${tps[plain.$n]}" \
-      "${tps[enqueue.$n]}" "${tps[asleep.$n]}" "${tps[no_notify.$n]}" "${tps[draining.$n]}" \
-      "$(ratio "${tps[enqueue.$n]}" "${tps[plain.$n]}")" \
-      "$(ratio "${tps[asleep.$n]}" "${tps[plain.$n]}")" \
-      "$(ratio "${tps[no_notify.$n]}" "${tps[plain.$n]}")" \
-      "$(ratio "${tps[draining.$n]}" "${tps[plain.$n]}")"
+    for build in $builds; do
+      k=$n.$build
+      printf '%-8s %-7s %7s %8s %7s %10s %9s %14s %13s %16s %15s\n' "$n" "$build" \
+        "${tps[plain.$k]}" "${tps[enqueue.$k]}" "${tps[asleep.$k]}" "${tps[no_notify.$k]}" \
+        "${tps[draining.$k]}" \
+        "$(ratio "${tps[enqueue.$k]}" "${tps[plain.$k]}")" \
+        "$(ratio "${tps[asleep.$k]}" "${tps[plain.$k]}")" \
+        "$(ratio "${tps[no_notify.$k]}" "${tps[plain.$k]}")" \
+        "$(ratio "${tps[draining.$k]}" "${tps[plain.$k]}")"
+    done
   done
   exit 0
 fi
