@@ -2,15 +2,18 @@
 # enqueue_cost.sh — where one enqueue's cost goes, step by step (issue 30, goal 2).
 #
 #   load/enqueue_cost.sh     # ENQUEUE_COST_SECONDS (10) per case and measure
+#   ENQUEUE_COST_CHANNELS=1 load/enqueue_cost.sh   # every client on one channel: a burst's shape
 #
 # One freshly migrated database on the durable embedded PostgreSQL (.run/bench-pg-durable:
-# fsync and synchronous_commit on), 100 channels, and tables that add the parts of
+# fsync and synchronous_commit on), ENQUEUE_COST_CHANNELS (100) channels, each transaction on
+# one drawn at random, and tables that add the parts of
 # bulkhead.jobs one at a time. pgbench inserts one row per transaction into each:
 #   plain       a three-column table (id, a key, the payload): the application's own write
 #   row         a table of bulkhead.jobs' columns, defaults and CHECKs, its primary key only
 #   +claim      the same with the claim's index (jobs_claim)
 #   +channel    and the channel's waiting index (jobs_channel_available)
-#   +fk         and the foreign key to bulkhead.channels (a KEY SHARE lock on the channel row)
+#   +fk         and a foreign key to bulkhead.channels (a KEY SHARE lock on the channel row;
+#               bulkhead.jobs itself has none since migration 0015, ADR 0023)
 #   jobs        an INSERT into bulkhead.jobs itself: every partial index (the row enters
 #               none of the others) and the wake-up trigger (no runner asleep)
 #   +arbiter    the same with ON CONFLICT … DO NOTHING on the idempotency index, as enqueue
@@ -21,13 +24,16 @@
 #     full-page images are counted as a busy table pays them right after a checkpoint);
 #   - microseconds per transaction with one client and synchronous_commit off for the session:
 #     the CPU and round trip of the statement without the flush, what the rows cost PostgreSQL;
-#   - transactions/s with 16 clients and durability on, the application's commit rate.
+#   - transactions/s with 16 clients and durability on, the application's commit rate;
+#   - MultiXacts created per transaction by the 16 clients (next_multixact_id around the run):
+#     a row lock that two transactions hold at once becomes one.
 # Ratios to `plain` are what to compare; the figures move by ±20 % between runs on a 2-core
 # machine.
 # shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 seconds=$(knob ENQUEUE_COST_SECONDS 10 count)
+channels=$(knob ENQUEUE_COST_CHANNELS 100 count)
 
 load_setup
 pg_start .run/bench-pg-durable 1
@@ -57,7 +63,7 @@ payload='{"type": "message.created", "conversation": 7, "text": "hello"}'
 cases=(plain row +claim +channel +fk jobs +arbiter enqueue)
 for case in "${cases[@]}"; do
   {
-    echo '\set ch random(1, 100)'
+    echo "\\set ch random(1, $channels)"
     case "$case" in
       plain) echo "INSERT INTO plain (k, payload) VALUES (:ch, '$payload');" ;;
       jobs) echo "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)" \
@@ -73,40 +79,49 @@ for case in "${cases[@]}"; do
   } >"$scripts/$case.sql"
 done
 
-# bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction".
+# bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction multixacts_per_transaction".
+next_multixact() { psql "$db" -At -c "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
 bench() {
   psql "$db" -c CHECKPOINT
-  local before after out tps n
+  local before after out tps n mx_before mx_after
+  mx_before=$(next_multixact)
   before=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
   out=$(PGOPTIONS="${3:-}" "$pg_bindir/pgbench" -n -c "$2" -j "$(($2 < 2 ? 1 : 2))" -T "$seconds" \
           -f "$scripts/$1.sql" "$db")
   after=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
   tps=$(awk '/^tps = / {printf "%.0f", $3}' <<<"$out")
   n=$(awk '/number of transactions actually processed/ {print $NF}' <<<"$out")
-  echo "$tps $(psql "$db" -At -c "SELECT round(pg_wal_lsn_diff('$after', '$before') / $n)")"
+  psql "$db" -c CHECKPOINT  # pg_control_checkpoint() reads the counter as of a checkpoint
+  mx_after=$(next_multixact)
+  echo "$tps $(psql "$db" -At -c "SELECT round(pg_wal_lsn_diff('$after', '$before') / $n)")" \
+    "$(awk -v a="$mx_after" -v b="$mx_before" -v n="$n" 'BEGIN {printf "%.2f", (a - b) / n}')"
 }
 
 echo "load/enqueue_cost.sh: durability on ($(psql "$db" -At -c "SHOW fsync"), synchronous_commit"\
-  "$(psql "$db" -At -c "SHOW synchronous_commit")), ${seconds} s a case and measure;"\
+  "$(psql "$db" -At -c "SHOW synchronous_commit")), ${seconds} s a case and measure,"\
+  "$channels channel(s);"\
   "load before: $(load_average all)"
-declare -A wal us tps
+declare -A wal us tps mx
 for case in "${cases[@]}"; do
-  read -r one_tps one_wal < <(bench "$case" 1 "-c synchronous_commit=off")
-  read -r many_tps many_wal < <(bench "$case" 16)
+  read -r one_tps one_wal _ < <(bench "$case" 1 "-c synchronous_commit=off")
+  read -r many_tps many_wal many_mx < <(bench "$case" 16)
   wal[$case]=$many_wal
+  mx[$case]=$many_mx
   us[$case]=$(awk -v t="$one_tps" 'BEGIN {printf "%.0f", 1e6 / t}')
   tps[$case]=$many_tps
   echo "$case: ${wal[$case]} WAL bytes (one client: $one_wal), ${us[$case]} µs with one client" \
-    "and no flush, ${tps[$case]} transactions/s with 16 clients"
+    "and no flush, ${tps[$case]} transactions/s with 16 clients, ${mx[$case]} MultiXacts a" \
+    "transaction"
 done
 rm -rf "$scripts"
 echo "load after: $(load_average all)"
 echo
-printf '%-9s %10s %8s %12s %9s %16s %11s\n' case WAL/txn x_plain µs_no_flush x_plain \
-  tps_16_durable x_plain
+printf '%-9s %10s %8s %12s %9s %16s %11s %12s\n' case WAL/txn x_plain µs_no_flush x_plain \
+  tps_16_durable x_plain multixact/txn
 for case in "${cases[@]}"; do
-  printf '%-9s %10s %8s %12s %9s %16s %11s\n' "$case" "${wal[$case]}" \
+  printf '%-9s %10s %8s %12s %9s %16s %11s %12s\n' "$case" "${wal[$case]}" \
     "$(awk -v a="${wal[$case]}" -v b="${wal[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${us[$case]}" "$(awk -v a="${us[$case]}" -v b="${us[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
-    "${tps[$case]}" "$(awk -v a="${tps[$case]}" -v b="${tps[plain]}" 'BEGIN {printf "%.2f", a / b}')"
+    "${tps[$case]}" "$(awk -v a="${tps[$case]}" -v b="${tps[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
+    "${mx[$case]}"
 done

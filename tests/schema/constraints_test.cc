@@ -261,6 +261,23 @@ TEST_F(ConstraintTest, RefusesATenantOnAnUnknownTier) {
   EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.tenants"), 1);
 }
 
+// jobs.channel_id has no foreign key (migration 0015, ADR 0023): a channel is never deleted
+// instead, by anyone, so that no job is left behind whose channel is gone.
+TEST_F(ConstraintTest, AChannelIsNeverDeletedOrTruncatedEvenWithoutJobs) {
+  Exec("SELECT bulkhead.enqueue(" + std::to_string(channel_) + ", '{}')");
+  int64_t unused = CreateChannel(db(), tenant_, "https://example.com/unused");
+  for (const std::string& sql :
+       {"DELETE FROM bulkhead.channels WHERE id = " + std::to_string(channel_),
+        "DELETE FROM bulkhead.channels WHERE id = " + std::to_string(unused),
+        std::string("TRUNCATE bulkhead.channels CASCADE")}) {
+    SqlFailure failure = ExpectSqlFailure(db(), sql);
+    EXPECT_EQ(failure.sqlstate, "23503") << sql << ": " << failure.message;
+    EXPECT_NE(failure.message.find("disable it instead"), std::string::npos) << failure.message;
+  }
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.channels"), 2);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs"), 1);
+}
+
 TEST_F(ConstraintTest, TheDefaultAndBulkTiersExistAfterMigration) {
   EXPECT_EQ(QueryValue<std::string>(
                 db(), "SELECT string_agg(name, ',' ORDER BY name) FROM bulkhead.tiers"),
