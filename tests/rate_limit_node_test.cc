@@ -42,12 +42,10 @@ class RateLimitNodeTest : public DeliveryTest {
 
   static nlohmann::json Tier(int workers) {
     // Caps wide open: only the rate limit holds the limited channel back.
-    return {{"workers", workers},       {"channel_share", 1},
-            {"tenant_share", 1},        {"failure_threshold", 5},
-            {"slow_call_ms", 10000},    {"cooldown_ms", 60000},
-            {"cooldown_max_ms", 60000}, {"connect_timeout_ms", 2000},
-            {"request_timeout_ms", 10000}, {"retry_delays_ms", {50}},
-            {"retry_jitter", 0}};
+    return {{"workers", workers},       {"channel_share", 1},         {"tenant_share", 1},
+            {"failure_threshold", 5},   {"slow_call_ms", 10000},      {"cooldown_ms", 60000},
+            {"cooldown_max_ms", 60000}, {"connect_timeout_ms", 2000}, {"request_timeout_ms", 10000},
+            {"retry_delays_ms", {50}},  {"retry_jitter", 0}};
   }
 
   static nlohmann::json Node(const std::string& name) {
@@ -93,8 +91,8 @@ TEST_F(RateLimitNodeTest, OneNodeSendsALimitedChannelNoFasterThanItsLimit) {
   Enqueue(limited, 60);
   NodeProcess node(Node("node-a"), {{"default", Tier(10)}});
   node.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 60 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 60 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << node.Log();
   const auto requests = receiver.Requests();
   EXPECT_LE(MostWithin(requests, "/limited", std::chrono::milliseconds(1000)), 20);
@@ -116,8 +114,8 @@ TEST_F(RateLimitNodeTest, TwoNodesTogetherKeepTheLimitAndHandBackNothingTwice) {
   NodeProcess b(Node("node-b"), {{"default", Tier(10)}});
   a.Start(conninfo());
   b.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 60 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 60 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << a.Log() << b.Log();
   const auto requests = receiver.Requests();
   EXPECT_LE(MostWithin(requests, "/limited", std::chrono::milliseconds(1000)), 20);
@@ -145,8 +143,8 @@ TEST_F(RateLimitNodeTest, ALimitedChannelHoldsNoWorkerSoAnUnlimitedOneBesideItIs
   // All of the free channel's work is done while most of the limited backlog still waits.
   EXPECT_GT(Count("channel_id = " + std::to_string(limited) + " AND state = 'available'"), 10);
   // Every limited job still arrives, once.
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 440 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 440 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << node.Log();
   EXPECT_EQ(IdsAt(receiver.Requests(), "/limited").size(), 40u);
 }
@@ -157,15 +155,15 @@ TEST_F(RateLimitNodeTest, ARaisedLimitTakesEffectWhileTheBacklogDrains) {
   Enqueue(limited, 200);  // 200 s at 1/s
   NodeProcess node(Node("node-a"), {{"default", Tier(10)}});
   node.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) >= 2 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(30)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) >= 2 FROM bulkhead.jobs WHERE state = 'completed')", seconds(30)))
       << node.Log();
   EXPECT_LT(Count("state = 'completed'"), 20);
   Exec("UPDATE bulkhead.channels SET rate_limit_per_s = 10000 WHERE id = " +
        std::to_string(limited));
   // At 1/s the rest would take over three minutes.
-  EXPECT_TRUE(WaitFor("(SELECT count(*) = 200 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(60)))
+  EXPECT_TRUE(
+      WaitFor("(SELECT count(*) = 200 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << node.Log();
 }
 
@@ -187,8 +185,8 @@ TEST_F(RateLimitNodeTest, A429WithRetryAfterStillSlowsALimitedChannelFurther) {
   tier["retry_after_max_ms"] = 60000;
   NodeProcess node(Node("node-a"), {{"default", tier}});
   node.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 3 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 3 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << node.Log();
   std::vector<std::chrono::system_clock::time_point> times;
   for (const auto& r : receiver.Requests()) times.push_back(r.received_at);

@@ -1,9 +1,10 @@
 // The wake-up of bulkhead.enqueue: a NOTIFY on channel `bulkhead_jobs` whose payload is the
 // queue name, sent at COMMIT, once per queue per transaction, and only for a queue that has a
 // runner marked asleep in bulkhead.sleepers when the transaction commits (migration 0010, ADR
-// 0019), whose mark that commit takes (migration 0014, ADR 0022); none for a rolled-back transaction, for jobs due later or for parked jobs; and a
-// debounce flag that rolls back with a savepoint together with the notification it stands for.
-// Unless a test says otherwise, a runner of each queue sleeps.
+// 0019), whose mark that commit takes (migration 0014, ADR 0022); none for a rolled-back
+// transaction, for jobs due later or for parked jobs; and a debounce flag that rolls back with a
+// savepoint together with the notification it stands for. Unless a test says otherwise, a runner of
+// each queue sleeps.
 //
 // A listening session collects the notifications. After the writer is done, a fence
 // notification on another channel is committed; notifications reach a listener in commit
@@ -142,11 +143,13 @@ TEST_F(WakeTest, TheCommitThatNotifiesTakesTheMarkSoOneSleepCostsOneNotification
     tx.commit();
   }
   EXPECT_EQ(Received(), (Payloads{"default"}));
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
-                                      "WHERE queue = 'default'"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.sleepers "
+                                "WHERE queue = 'default'"),
             0);
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
-                                      "WHERE queue = 'bulk'"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.sleepers "
+                                "WHERE queue = 'bulk'"),
             1)
       << "another queue's mark stays";
   Sleep("default", "node-a");
@@ -173,8 +176,9 @@ TEST_F(WakeTest, ACommitPassesOverAMarkAnotherCommitIsTakingWithoutWaiting) {
   }
   EXPECT_EQ(Received(), Payloads{});
   taking.abort();
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
-                                      "WHERE queue = 'default'"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.sleepers "
+                                "WHERE queue = 'default'"),
             1);
 }
 
@@ -188,13 +192,15 @@ TEST_F(WakeTest, ARunnerMarkingItselfDoesNotWaitForACommitTakingItsMark) {
   pqxx::nontransaction(*runner).exec("SET statement_timeout = '5s'");
   ClaimStore(*runner).MarkAsleep("default", "node-a");
   taking.commit();
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
-                                      "WHERE queue = 'default'"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.sleepers "
+                                "WHERE queue = 'default'"),
             0);
   ClaimStore(*runner).MarkAsleep("default", "node-a");
   ClaimStore(*runner).MarkAsleep("default", "node-a");
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
-                                      "WHERE queue = 'default'"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.sleepers "
+                                "WHERE queue = 'default'"),
             1)
       << "a mark written twice is one row";
 }
@@ -301,8 +307,9 @@ TEST_F(WakeTest, TwoRunnersAsleepOnAQueueStillOneNotification) {
   tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
   tx.commit();
   EXPECT_EQ(Received(), Payloads{"default"});
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers "
-                                      "WHERE queue = 'default'"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.sleepers "
+                                "WHERE queue = 'default'"),
             0);
 }
 

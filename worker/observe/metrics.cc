@@ -181,12 +181,12 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                   "maintenance leader only")
               .Register(r);
   ordering_held_ = &BuildGauge()
-                       .Name("bulkhead_ordering_held")
-                       .Help(
-                           "Fleet-wide deliveries of the tier held behind an earlier delivery of "
-                           "their ordering key (counted to 100000); exported by the maintenance "
-                           "leader only")
-                       .Register(r);
+                        .Name("bulkhead_ordering_held")
+                        .Help(
+                            "Fleet-wide deliveries of the tier held behind an earlier delivery of "
+                            "their ordering key (counted to 100000); exported by the maintenance "
+                            "leader only")
+                        .Register(r);
   completion_batch_size_ = &BuildHistogram()
                                 .Name("bulkhead_completion_batch_size")
                                 .Help("Results written per completion statement")
@@ -322,7 +322,7 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
 void Metrics::SetFleetSample(const FleetCounts& sample) {
   std::lock_guard lock(mu_);
   prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {jobs_, breakers_, lag_,
-                                                                      ordering_held_};
+                                                                     ordering_held_};
   std::vector<prometheus::Gauge*> now[kFleetFamilies];
   for (const auto& c : sample.jobs) {
     auto& g = jobs_->Add({{"tier", c.tier}, {"state", c.state}});
@@ -357,7 +357,7 @@ void Metrics::SetFleetSample(const FleetCounts& sample) {
 void Metrics::ClearFleetSample() {
   std::lock_guard lock(mu_);
   prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {jobs_, breakers_, lag_,
-                                                                      ordering_held_};
+                                                                     ordering_held_};
   for (int i = 0; i < kFleetFamilies; ++i) {
     for (prometheus::Gauge* old : fleet_series_[i]) families[i]->Remove(old);
     fleet_series_[i].clear();

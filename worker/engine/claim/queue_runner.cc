@@ -211,8 +211,7 @@ void QueueRunner::Run() {
       lock.lock();
       continue;
     }
-    bool due = more || wake_ || now >= next_poll || now >= sleep_.recheck_at() ||
-               now >= rate_due_;
+    bool due = more || wake_ || now >= next_poll || now >= sleep_.recheck_at() || now >= rate_due_;
     if (free > 0 && due && writer_.Saturated()) {
       // Results are not being written fast enough: claiming more would only pile them up,
       // and what is unwritten is what a crash sends twice (CompletionWriter's bound). Looked
