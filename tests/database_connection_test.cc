@@ -1,17 +1,22 @@
 // How a node opens its connections (worker/store/database_connection.h): the session settings
 // taken out of libpq's `options` and set after connecting, the application_name of each
 // connection — and, behind Debian's PgBouncer 1.18 with its default settings, a node that starts,
-// delivers and keeps its statement timeout (issue 30, goal 5, session mode).
+// delivers and keeps its statement timeout (issue 30, goal 5, session mode); and, with a
+// PgBouncer in transaction mode as its `database_pool`, a node whose claim, result, breaker and
+// lease traffic goes through it, unprepared and with its settings made per transaction
+// (pooled_connection.h).
 #include "database_connection.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <string>
+#include <thread>
 
 #include "delivery_test.h"
 #include "http_receiver.h"
 #include "node_process.h"
+#include "pooled_connection.h"
 #include "session_settings.h"
 #include "tenancy.h"
 #include "throwaway_pgbouncer.h"
@@ -131,6 +136,130 @@ TEST_F(DatabaseConnectionTest, ANodeBehindAStockPgBouncerDeliversAndNamesEachCon
 
   node.Signal(SIGTERM);
   EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+}
+
+TEST_F(DatabaseConnectionTest, APooledConnectionMakesItsSettingsInEachTransactionOnly) {
+  ThrowawayPgBouncer pgbouncer(testing::PostgresEnvironment::Cluster(), "transaction");
+  SetConnectionNode("node-a");
+  SessionSettings settings;
+  auto conn = OpenPooledConnection(
+      WithSessionSettings(pgbouncer.ConnectionString(dbname()), {5000, 1234, 10000, 10000}),
+      "record", &settings);
+  ASSERT_EQ(settings, (SessionSettings{{"statement_timeout", "1234"}}));
+  PooledMark mark(*conn, settings);
+  AddPooledSettings(*conn, {{"enable_seqscan", "off"}});
+  ASSERT_TRUE(IsPooled(*conn));
+  {
+    pqxx::work tx(*conn);
+    ApplyPooledSettings(tx);
+    EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "1234ms");
+    EXPECT_EQ(tx.exec1("SHOW enable_seqscan")[0].as<std::string>(), "off");
+    // And it holds: a statement past it is cancelled (which ends the transaction).
+    EXPECT_THROW(tx.exec0("SELECT pg_sleep(3)"), pqxx::sql_error);
+  }
+  {
+    // Nothing stays behind on the server connection for the next transaction, whoever's it is.
+    pqxx::work tx(*conn);
+    EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "0");
+  }
+  {
+    // A statement outside a transaction block could not have its settings: refused.
+    pqxx::nontransaction tx(*conn);
+    EXPECT_THROW(ApplyPooledSettings(tx), std::logic_error);
+  }
+  // A connection that is not marked makes nothing and runs as before.
+  auto direct = OpenConnection(conninfo(), "record");
+  EXPECT_FALSE(IsPooled(*direct));
+  pqxx::nontransaction tx(*direct);
+  EXPECT_NO_THROW(ApplyPooledSettings(tx));
+}
+
+TEST_F(DatabaseConnectionTest, ANodeWithATransactionPoolerDeliversBreaksAndStopsThroughIt) {
+  // What a node did before `database_pool`, pointed at PgBouncer in transaction mode (with
+  // ignore_startup_parameters): about half the deliveries, then `prepared statement "record"
+  // does not exist` on every claim and result. Here: the session work (LISTEN, the leader, start
+  // and stop) on the database itself, everything else through the pooler.
+  ThrowawayPgBouncer pgbouncer(testing::PostgresEnvironment::Cluster(), "transaction");
+  HttpReceiver receiver([](const ReceivedRequest& r) {
+    Reply reply;
+    if (r.path == "/dead") reply.status = 500;
+    return reply;
+  });
+  const int64_t tenant = testing::CreateTenant(db(), "acme");
+  const int64_t healthy = testing::CreateChannel(db(), tenant, receiver.Url("/hook"));
+  const int64_t dead = testing::CreateChannel(db(), tenant, receiver.Url("/dead"));
+  Enqueue(healthy, 1000);
+  Enqueue(dead, 50);
+  nlohmann::json tier = Tier();
+  tier["failure_threshold"] = 5;
+  tier["cooldown_ms"] = 600000;
+  NodeProcess node(
+      testing::TestNodeConfig("txpool", {{"database_statement_timeout_ms", 4321},
+                                         {"database_pool", pgbouncer.ConnectionString(dbname())}}),
+      {{"default", tier}});
+  node.Start(conninfo());
+  ASSERT_TRUE(node.WaitReady()) << node.Log() << pgbouncer.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 1000 FROM bulkhead.jobs WHERE state = 'completed' AND "
+              "channel_id = " +
+              std::to_string(healthy) + ")"))
+      << node.Log() << pgbouncer.Log();
+  // The dead channel's breaker opened and parked its backlog: the breaker's connection works
+  // through the pooler too.
+  ASSERT_TRUE(WaitFor("(SELECT breaker_state = 'open' FROM bulkhead.channels WHERE id = " +
+                      std::to_string(dead) + ") AND (SELECT count(*) > 0 FROM bulkhead.jobs " +
+                      "WHERE state = 'parked' AND channel_id = " + std::to_string(dead) + ")"))
+      << node.Log();
+  size_t to_healthy = 0;
+  for (const auto& r : receiver.Requests()) to_healthy += r.path == "/hook" ? 1 : 0;
+  EXPECT_EQ(to_healthy, 1000u);
+  // The lease keeper heartbeats through it (every lease_ms / 5).
+  const std::string heartbeat = "(SELECT heartbeat_at FROM bulkhead.nodes WHERE name = 'txpool')";
+  const std::string first = QueryValue<std::string>(db(), "SELECT " + heartbeat + "::text");
+  EXPECT_TRUE(WaitFor(heartbeat + " > '" + first + "'::timestamptz")) << node.Log();
+
+  // Four clients logged in through the pooler: the claim, result, breaker and lease connections.
+  const std::string log = pgbouncer.Log();
+  size_t logins = 0;
+  for (size_t at = log.find("login attempt"); at != std::string::npos;
+       at = log.find("login attempt", at + 1)) {
+    ++logins;
+  }
+  EXPECT_EQ(logins, 4u) << log;
+
+  // A second node: it follows, and a follower holds no session but its LISTEN — it closes its
+  // leader connection after each try (every 2 s), so at most moments one node has one.
+  NodeProcess follower(testing::TestNodeConfig(
+                           "txpool-b", {{"database_pool", pgbouncer.ConnectionString(dbname())}}),
+                       {{"default", tier}});
+  follower.Start(conninfo());
+  ASSERT_TRUE(follower.WaitReady()) << follower.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = "
+              "'bulkhead:txpool-b:listen')"));
+  int one_leader_session = 0;
+  for (int sample = 0; sample < 20; ++sample) {
+    one_leader_session +=
+        QueryValue<int64_t>(db(),
+                            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
+                            "'bulkhead-maintenance:%' OR application_name LIKE "
+                            "'bulkhead:txpool%:leader'") == 1
+            ? 1
+            : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(one_leader_session, 18) << follower.Log();
+  follower.Signal(SIGTERM);
+  EXPECT_EQ(follower.Wait(seconds(20)), 0) << follower.Log();
+
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+  EXPECT_EQ(node.Log().find("does not exist"), std::string::npos) << node.Log();
+  EXPECT_EQ(node.Log().find("_failed"), std::string::npos) << node.Log();
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.jobs WHERE state = "
+                                "'executing'"),
+            0);
 }
 
 }  // namespace

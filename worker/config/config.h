@@ -119,6 +119,12 @@ struct NodeOptions {
   // PG* variables decide (docs/cli.md, "Common rules").
   std::string database;
 
+  // A pooler in transaction mode (PgBouncer's pool_mode = transaction) in front of the same
+  // database, as a libpq connection string or URL. Empty: not used. When set, the claim, result,
+  // breaker and lease connections go through it (pooled_connection.h); the LISTEN, the leader
+  // and the node's start and stop stay on `database`, which must then give a session.
+  std::string database_pool;
+
   // This node's name in bulkhead.nodes, unique in the fleet. 1..200 characters.
   std::string node = DefaultNodeName();  // "<host name>-<pid>"
 

@@ -366,6 +366,9 @@ constexpr int64_t k7Days = 604'800'000;  // ms
 const NodeKey kNodeKeys[] = {
     StringKey<&NodeOptions::database>("database", "a string (a libpq connection string or URL)",
                                       nullptr),
+    StringKey<&NodeOptions::database_pool>(
+        "database_pool", "a string (a libpq connection string or URL of a transaction pooler)",
+        nullptr),
     StringKey<&NodeOptions::node>("node", "a string of 1 to 200 characters", &CheckNodeName),
     StringKey<&NodeOptions::tiers_dir>("tiers_dir", "a non-empty string (a folder)",
                                        &CheckTiersDir),

@@ -8,6 +8,7 @@
 
 #include "claim_store_statements.h"
 #include "named_queries.h"
+#include "pooled_connection.h"
 
 namespace bulkhead {
 
@@ -102,33 +103,42 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   // a tenth of the table. Every statement on this connection is meant to run from an index
   // (the windows, the skip scan, the channel lookups, probes, hand-back), so the other two access
   // paths are switched off for it, and its plans cannot drift with the table.
+  //
+  // Through a pooler in transaction mode (pooled_connection.h) there is no session to keep a
+  // plan or a setting: each claim is planned for its own parameters, and the two switches are
+  // made for each transaction, with the statement timeout.
   if (!generic_plans_) {
-    pqxx::nontransaction(conn_, "generic_plans")
-        .exec0(
-            "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; "
-            "SET enable_bitmapscan = off");
+    if (IsPooled(conn_)) {
+      AddPooledSettings(conn_, {{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}});
+    } else {
+      pqxx::nontransaction(conn_, "generic_plans")
+          .exec0(
+              "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; "
+              "SET enable_bitmapscan = off");
+    }
     generic_plans_ = true;
   }
-  pqxx::nontransaction tx(conn_, "claim");
-  std::vector<sql::Claim::Row> rows = sql::Claim::Run(
-      tx, {.queue = queue,
-           .limit = limit,
-           .node = node,
-           .channels = channels,
-           .channel_counts = channel_counts,
-           .tenants = tenants,
-           .tenant_counts = tenant_counts,
-           .channel_cap = limits.channel_cap,
-           .tenant_cap = limits.tenant_cap,
-           .channel_windows =
-               per_channel(limits.channel_windows, limits.channel_cap),  // none: no slow start
-           .first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap,
-           .lend = std::max(limits.lend, 0),
-           .lend_windows = per_channel(limits.lend_windows, 0),  // none: no lending
-           .look_ahead = std::max(limits.look_ahead, 0),
-           .heads_after_channel = limits.heads_after_channel,
-           .heads_after_priority = limits.heads_after_priority,
-           .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit)});
+  std::vector<sql::Claim::Row> rows = Atomically(conn_, "claim", [&](pqxx::transaction_base& tx) {
+    return sql::Claim::Run(
+        tx, {.queue = queue,
+             .limit = limit,
+             .node = node,
+             .channels = channels,
+             .channel_counts = channel_counts,
+             .tenants = tenants,
+             .tenant_counts = tenant_counts,
+             .channel_cap = limits.channel_cap,
+             .tenant_cap = limits.tenant_cap,
+             .channel_windows =
+                 per_channel(limits.channel_windows, limits.channel_cap),  // none: no slow start
+             .first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap,
+             .lend = std::max(limits.lend, 0),
+             .lend_windows = per_channel(limits.lend_windows, 0),  // none: no lending
+             .look_ahead = std::max(limits.look_ahead, 0),
+             .heads_after_channel = limits.heads_after_channel,
+             .heads_after_priority = limits.heads_after_priority,
+             .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit)});
+  });
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
   int parked_here = 0;
@@ -193,10 +203,11 @@ std::vector<TokenGrant> ClaimStore::TakeTokens(const std::vector<TokenRequest>& 
     channels.push_back(r.channel);
     wanted.push_back(r.wanted);
   }
-  pqxx::nontransaction tx(conn_, "take_tokens");  // one statement: atomic in autocommit
   std::vector<TokenGrant> grants;
   for (const sql::TakeTokens::Row& row :
-       sql::TakeTokens::Run(tx, {.channels = channels, .wanted = wanted})) {
+       Atomically(conn_, "take_tokens", [&](pqxx::transaction_base& tx) {
+         return sql::TakeTokens::Run(tx, {.channels = channels, .wanted = wanted});
+       })) {
     grants.push_back({row.channel_id, row.granted, row.rate.value_or(0), row.tat_in_ms});
   }
   return grants;
@@ -209,18 +220,21 @@ void ClaimStore::ReturnTokens(const std::vector<TokenRequest>& unused) {
     channels.push_back(r.channel);
     tokens.push_back(r.wanted);
   }
-  pqxx::nontransaction tx(conn_, "return_tokens");
-  sql::ReturnTokens::Run(tx, {.channels = channels, .tokens = tokens});
+  Atomically(conn_, "return_tokens", [&](pqxx::transaction_base& tx) {
+    return sql::ReturnTokens::Run(tx, {.channels = channels, .tokens = tokens});
+  });
 }
 
 void ClaimStore::MarkAsleep(const std::string& queue, const std::string& node) {
-  pqxx::nontransaction tx(conn_, "mark_asleep");
-  sql::MarkAsleep::Run(tx, {.queue = queue, .node = node});
+  Atomically(conn_, "mark_asleep", [&](pqxx::transaction_base& tx) {
+    return sql::MarkAsleep::Run(tx, {.queue = queue, .node = node});
+  });
 }
 
 void ClaimStore::MarkAwake(const std::string& queue, const std::string& node) {
-  pqxx::nontransaction tx(conn_, "mark_awake");
-  sql::MarkAwake::Run(tx, {.queue = queue, .node = node});
+  Atomically(conn_, "mark_awake", [&](pqxx::transaction_base& tx) {
+    return sql::MarkAwake::Run(tx, {.queue = queue, .node = node});
+  });
 }
 
 GoneOutcome ClaimStore::DisableGone(const GoneAnswer& answer, const std::string& node) {

@@ -120,9 +120,11 @@ StartupSettings TakeStartupSettings(const std::string& conninfo) {
   return result;
 }
 
-std::unique_ptr<pqxx::connection> OpenConnection(const std::string& conninfo,
-                                                 std::string_view part) {
-  StartupSettings startup = TakeStartupSettings(conninfo);
+namespace {
+
+// Connects to `startup.conninfo` named as part `part` of this node; no settings made.
+std::unique_ptr<pqxx::connection> ConnectNamed(const StartupSettings& startup,
+                                               std::string_view part) {
   std::string node;
   {
     std::lock_guard lock(node_mu);
@@ -131,13 +133,30 @@ std::unique_ptr<pqxx::connection> OpenConnection(const std::string& conninfo,
   std::string with_name = startup.conninfo;
   if (!with_name.empty()) with_name += ' ';
   with_name.append("application_name=").append(ConninfoValue(ApplicationName(node, part)));
-  auto conn = std::make_unique<pqxx::connection>(with_name);
+  return std::make_unique<pqxx::connection>(with_name);
+}
+
+}  // namespace
+
+std::unique_ptr<pqxx::connection> OpenConnection(const std::string& conninfo,
+                                                 std::string_view part) {
+  StartupSettings startup = TakeStartupSettings(conninfo);
+  auto conn = ConnectNamed(startup, part);
   if (!startup.settings.empty()) {
     pqxx::nontransaction tx(*conn, "session_settings");
     for (const auto& [name, value] : startup.settings) {
       tx.exec_params("SELECT set_config($1, $2, false)", name, value);
     }
   }
+  return conn;
+}
+
+std::unique_ptr<pqxx::connection> OpenPooledConnection(
+    const std::string& conninfo, std::string_view part,
+    std::vector<std::pair<std::string, std::string>>* settings) {
+  StartupSettings startup = TakeStartupSettings(conninfo);
+  auto conn = ConnectNamed(startup, part);
+  *settings = std::move(startup.settings);
   return conn;
 }
 

@@ -17,6 +17,9 @@
 // operator can tell each connection of each node apart (`SELECT application_name, state FROM
 // pg_stat_activity`).
 //
+// OpenPooledConnection is the same for a connection through a pooler in transaction mode, whose
+// settings are made per transaction instead (pooled_connection.h).
+//
 // SetConnectionNode is called once by the node before any thread opens a connection; the rest
 // is pure or opens a connection for the calling thread.
 #pragma once
@@ -48,5 +51,12 @@ StartupSettings TakeStartupSettings(const std::string& conninfo);
 // pqxx throws (pqxx::broken_connection when the server cannot be reached).
 std::unique_ptr<pqxx::connection> OpenConnection(const std::string& conninfo,
                                                  std::string_view part);
+
+// The same for a connection through a pooler in transaction mode (pooled_connection.h): named,
+// but its settings not made, since the next transaction may run on another server connection;
+// they come back in `settings`, for each transaction to make.
+std::unique_ptr<pqxx::connection> OpenPooledConnection(
+    const std::string& conninfo, std::string_view part,
+    std::vector<std::pair<std::string, std::string>>* settings);
 
 }  // namespace bulkhead

@@ -184,7 +184,7 @@ function(bulkhead_statement_struct name statement contract params columns out)
     string(APPEND code
       "  // Every row it returns, in order.\n"
       "  static std::vector<Row> Run(${signature}) {\n"
-      "    const pqxx::result rows = tx.exec_prepared(kStatement${binds});\n"
+      "    const pqxx::result rows = typed::Exec(tx, kStatement${binds});\n"
       "    std::vector<Row> out;\n"
       "    out.reserve(rows.size());\n"
       "    for (const pqxx::row& r : rows) out.push_back(Row::Of(r));\n"
@@ -192,13 +192,13 @@ function(bulkhead_statement_struct name statement contract params columns out)
       "  }\n"
       "  // Its one row; throws pqxx::unexpected_rows when it returns another number of rows.\n"
       "  static Row RunOne(${signature}) {\n"
-      "    return Row::Of(tx.exec_prepared1(kStatement${binds}));\n"
+      "    return Row::Of(typed::Exec1(tx, kStatement${binds}));\n"
       "  }\n")
   else()
     string(APPEND code
       "  // Returns the rows it changed.\n"
       "  static int64_t Run(${signature}) {\n"
-      "    return static_cast<int64_t>(tx.exec_prepared(kStatement${binds}).affected_rows());\n"
+      "    return static_cast<int64_t>(typed::Exec(tx, kStatement${binds}).affected_rows());\n"
       "  }\n")
   endif()
   string(APPEND code "};\n\n")

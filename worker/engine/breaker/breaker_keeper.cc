@@ -34,7 +34,8 @@ BreakerBoard::Settings BoardSettings(const TierOptions& tier) {
 }  // namespace
 
 BreakerKeeper::BreakerKeeper(Options options)
-    : BreakerKeeper(options, std::make_unique<StoreBreakerLedger>(options.database)) {}
+    : BreakerKeeper(options,
+                    std::make_unique<StoreBreakerLedger>(options.database, options.pooling)) {}
 
 BreakerKeeper::BreakerKeeper(Options options, std::unique_ptr<BreakerLedger> ledger)
     : options_(std::move(options)),

@@ -65,6 +65,7 @@ class BreakerKeeper {
   struct Options {
     std::string database;  // libpq connection string (unused when a ledger is passed)
     std::vector<TierOptions> tiers;
+    Pooling pooling = Pooling::kSession;  // kTransaction: `database` is a transaction pooler
     std::chrono::milliseconds slow_check_every{250};
     std::chrono::milliseconds expire_every{1000};
     std::chrono::milliseconds reconcile_every{5000};

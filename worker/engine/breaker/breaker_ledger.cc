@@ -2,8 +2,8 @@
 
 namespace bulkhead {
 
-StoreBreakerLedger::StoreBreakerLedger(std::string database)
-    : store_(std::move(database), "breaker") {}
+StoreBreakerLedger::StoreBreakerLedger(std::string database, Pooling pooling)
+    : store_(std::move(database), "breaker", pooling) {}
 
 BreakerTransition StoreBreakerLedger::OpenBreaker(int64_t channel, int64_t cooldown_ms,
                                                   const std::string& reason, int64_t batch) {

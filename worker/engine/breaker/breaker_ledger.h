@@ -53,7 +53,8 @@ class BreakerLedger {
 class StoreBreakerLedger : public BreakerLedger {
  public:
   // `database`: a libpq connection string. Connects on the first call, not here.
-  explicit StoreBreakerLedger(std::string database);
+  // `pooling`: kTransaction when `database` is a pooler in transaction mode.
+  explicit StoreBreakerLedger(std::string database, Pooling pooling = Pooling::kSession);
 
   BreakerTransition OpenBreaker(int64_t channel, int64_t cooldown_ms, const std::string& reason,
                                 int64_t batch) override;

@@ -4,8 +4,8 @@
 
 namespace bulkhead {
 
-StoreRunnerStore::StoreRunnerStore(std::string database, std::string name)
-    : store_(std::move(database), std::move(name)) {}
+StoreRunnerStore::StoreRunnerStore(std::string database, std::string name, Pooling pooling)
+    : store_(std::move(database), std::move(name), pooling) {}
 
 std::vector<ClaimedJob> StoreRunnerStore::Claim(const std::string& queue, int limit,
                                                 const std::string& node, const ClaimLimits& limits,

@@ -57,8 +57,9 @@ class RunnerStore {
 class StoreRunnerStore : public RunnerStore {
  public:
   // `database`: a libpq connection string; `name`: the connection's part in
-  // application_name ("claim:default"). Connects on the first call, not here.
-  StoreRunnerStore(std::string database, std::string name);
+  // application_name ("claim:default"); `pooling`: kTransaction when `database` is a pooler in
+  // transaction mode (store_connection.h). Connects on the first call, not here.
+  StoreRunnerStore(std::string database, std::string name, Pooling pooling = Pooling::kSession);
 
   std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
                                 const ClaimLimits& limits, int* parked, int* held_back,

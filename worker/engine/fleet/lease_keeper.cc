@@ -32,7 +32,7 @@ std::chrono::milliseconds LeaseKeeper::answer_pending_for(Clock::time_point now)
 }
 
 void LeaseKeeper::Run() {
-  StoreConnection<FleetStore> store(options_.database, "lease");
+  StoreConnection<FleetStore> store(options_.database, "lease", options_.pooling);
   const auto heartbeat_every = options_.lease / 5;
   auto next_heartbeat = Clock::now() + heartbeat_every;
   auto next_sweep = Clock::now() + options_.lease;

@@ -43,7 +43,8 @@ namespace bulkhead {
 class LeaseKeeper {
  public:
   struct Options {
-    std::string database;  // libpq connection string
+    std::string database;                 // libpq connection string
+    Pooling pooling = Pooling::kSession;  // kTransaction: `database` is a transaction pooler
     std::string node;
     std::chrono::milliseconds lease{15000};
     // What RegisterNode writes when the node registers again.

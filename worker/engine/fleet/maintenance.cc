@@ -43,6 +43,7 @@ void Maintenance::Run() {
                 "this node now runs the fleet's maintenance (rescue, pruning, "
                 "the parked reconciler)"}});
         }
+        if (!leader_ && options_.close_when_following) store_.Close();
       }
       if (leader_) {
         Lead(now);

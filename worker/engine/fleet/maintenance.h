@@ -20,7 +20,8 @@
 // - every `sample_every` (15 s): the fleet-wide counts for the metrics (FleetStore::SampleFleet:
 //   jobs by state, breakers by state, queue lag per tier), which only the leader exports
 //   (see metrics.h for how a dashboard aggregates them).
-// A leader that loses its connection stops being leader; on reconnect it competes again. A
+// A leader that loses its connection stops being leader; on reconnect it competes again. With
+// `close_when_following`, a node that did not win closes its connection until its next try. A
 // leader that keeps its connection but not its lease — frozen by SIGSTOP, or cut off from the
 // fleet while its maintenance connection lives — would hold the lock for ever: a node that
 // fails to take the lock checks whether its holder's node still has a lease, and if not,
@@ -58,6 +59,10 @@ class Maintenance {
     int prune_batch = 10000;
     std::chrono::milliseconds sample_every{15000};
     Metrics* metrics = nullptr;  // rescues and the fleet samples; nullptr records nothing
+    // A follower closes its connection after each try instead of holding it (a node with a
+    // `database_pool`, whose other traffic holds no session): each try costs a connection
+    // (through a session pooler, a client login), and no follower holds a server connection.
+    bool close_when_following = false;
   };
 
   explicit Maintenance(Options options);

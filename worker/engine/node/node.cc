@@ -35,7 +35,10 @@ DatabaseTimeouts TimeoutsOf(const NodeOptions& node) {
 
 Node::Node(Config config, std::string database)
     : config_(std::move(config)),
-      database_(WithSessionSettings(database, TimeoutsOf(config_.node))) {}
+      database_(WithSessionSettings(database, TimeoutsOf(config_.node))),
+      pool_(config_.node.database_pool.empty()
+                ? std::string()
+                : WithSessionSettings(config_.node.database_pool, TimeoutsOf(config_.node))) {}
 
 void Node::Reload(const std::map<std::string, std::unique_ptr<QueueRunner>>& runners,
                   BreakerKeeper& keeper) {
@@ -85,7 +88,7 @@ int Node::Run() {
   Lease lease{std::chrono::milliseconds(options.lease_ms)};
   if (!StartNode(store, database_, options, tier_names, lease, record)) return kExitFailure;
 
-  NodeParts parts(config_, database_, metrics, record, lease);
+  NodeParts parts(config_, NodeDatabases{database_, pool_}, metrics, record, lease);
   NodeStatusPage status(config_, metrics, parts, lease);
 
   nlohmann::json tiers = nlohmann::json::object();

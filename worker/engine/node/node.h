@@ -58,6 +58,7 @@ class Node {
 
   const Config config_;
   const std::string database_;
+  const std::string pool_;  // database_pool with the session settings; empty: none
 };
 
 }  // namespace bulkhead

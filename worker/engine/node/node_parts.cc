@@ -14,17 +14,21 @@
 namespace bulkhead {
 namespace {
 
-BreakerKeeper::Options KeeperOptions(const Config& config, const std::string& database,
+BreakerKeeper::Options KeeperOptions(const Config& config, const NodeDatabases& databases,
                                      Metrics* record) {
-  BreakerKeeper::Options options{database, config.tiers};
+  BreakerKeeper::Options options{databases.traffic(), config.tiers};
+  options.pooling = databases.traffic_pooling();
   options.metrics = record;
   return options;
 }
 
-Maintenance::Options MaintenanceOptions(const NodeOptions& node, const std::string& database,
+Maintenance::Options MaintenanceOptions(const NodeOptions& node, const NodeDatabases& databases,
                                         Metrics* record) {
-  Maintenance::Options options{database, node.node, std::chrono::milliseconds(node.retention_ms)};
+  Maintenance::Options options{databases.session, node.node,
+                               std::chrono::milliseconds(node.retention_ms)};
   options.metrics = record;
+  // With a pool, the leader's is the one session a follower would hold besides its LISTEN.
+  options.close_when_following = !databases.pool.empty();
   return options;
 }
 
@@ -52,18 +56,24 @@ HttpSender::Options SenderOptions(const NodeOptions& node, Metrics& metrics) {
 
 }  // namespace
 
-NodeParts::NodeParts(const Config& config, const std::string& database, Metrics& metrics,
+NodeParts::NodeParts(const Config& config, const NodeDatabases& databases, Metrics& metrics,
                      Metrics* record, Lease& lease)
-    : writer({database, config.node.node, config.node.completion_batch_size,
-              std::chrono::milliseconds(config.node.completion_flush_ms), record}),
-      keeper(KeeperOptions(config, database, record)),
-      maintenance(MaintenanceOptions(config.node, database, record)),
+    : writer({.database = databases.traffic(),
+              .node = config.node.node,
+              .batch_size = config.node.completion_batch_size,
+              .flush_interval = std::chrono::milliseconds(config.node.completion_flush_ms),
+              .metrics = record,
+              .pooling = databases.traffic_pooling()}),
+      keeper(KeeperOptions(config, databases, record)),
+      maintenance(MaintenanceOptions(config.node, databases, record)),
       sender(std::make_unique<HttpSender>(SenderOptions(config.node, metrics))) {
   const NodeOptions& options = config.node;
   for (const auto& tier : config.tiers) {
     StoreRunnerStore& store =
         *runner_stores
-             .emplace(tier.name, std::make_unique<StoreRunnerStore>(database, "claim:" + tier.name))
+             .emplace(tier.name,
+                      std::make_unique<StoreRunnerStore>(databases.traffic(), "claim:" + tier.name,
+                                                         databases.traffic_pooling()))
              .first->second;
     runners.emplace(tier.name,
                     std::make_unique<QueueRunner>(
@@ -73,7 +83,7 @@ NodeParts::NodeParts(const Config& config, const std::string& database, Metrics&
                         store, *sender, writer, keeper));
   }
   listener = std::make_unique<WakeupListener>(
-      database,
+      databases.session,
       [this](const std::string& q) {
         if (q.empty()) {
           for (auto& [name, runner] : runners) runner->Wake();
@@ -84,7 +94,8 @@ NodeParts::NodeParts(const Config& config, const std::string& database, Metrics&
       [this](const std::string& payload) { keeper.Learn(payload); });
 
   LeaseKeeper::Options lease_options;
-  lease_options.database = database;
+  lease_options.database = databases.traffic();
+  lease_options.pooling = databases.traffic_pooling();
   lease_options.node = options.node;
   lease_options.lease = std::chrono::milliseconds(options.lease_ms);
   lease_options.host = HostName();

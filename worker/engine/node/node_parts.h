@@ -1,6 +1,7 @@
 // NodeParts: the parts of a running node, wired together — the completion writer, the breaker
 // keeper, the leader's maintenance, a queue runner (with its own claim connection) per served
-// tier, the HttpSender they share, the wake-up listener and the lease keeper.
+// tier, the HttpSender they share, the wake-up listener and the lease keeper. With a
+// `database_pool`, the claim, result, breaker and lease connections go through it.
 //
 // Constructing it starts every part's thread; Node::Run constructs it after StartNode succeeded
 // and before the status server, so that the status server, declared after, goes first.
@@ -33,10 +34,24 @@
 
 namespace bulkhead {
 
+// Where a node's connections go. `session`: the database, for the work that needs a session of
+// its own (the LISTEN, the leader's lock). `pool`: a pooler in transaction mode for the claim,
+// result, breaker and lease connections (pooled_connection.h); empty: they use `session` too.
+struct NodeDatabases {
+  std::string session;
+  std::string pool;
+
+  // The claim, result, breaker and lease connections' string and how they reach the server.
+  const std::string& traffic() const { return pool.empty() ? session : pool; }
+  Pooling traffic_pooling() const {
+    return pool.empty() ? Pooling::kSession : Pooling::kTransaction;
+  }
+};
+
 struct NodeParts {
   // `record` is null with recording off; `metrics` is the node's all the same (it serves the
   // families and the TLS gauge). `lease` must outlive the parts.
-  NodeParts(const Config& config, const std::string& database, Metrics& metrics, Metrics* record,
+  NodeParts(const Config& config, const NodeDatabases& databases, Metrics& metrics, Metrics* record,
             Lease& lease);
 
   // The deliveries the runners hold, sent or waiting for their request.

@@ -37,7 +37,8 @@ std::string CompletionWriter::Progress::Describe() const {
 }
 
 CompletionWriter::CompletionWriter(Options options)
-    : CompletionWriter(options, std::make_unique<StoreResultRecorder>(options.database)) {}
+    : CompletionWriter(options,
+                       std::make_unique<StoreResultRecorder>(options.database, options.pooling)) {}
 
 CompletionWriter::CompletionWriter(Options options, std::unique_ptr<ResultRecorder> recorder)
     : options_(std::move(options)),

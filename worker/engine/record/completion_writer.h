@@ -77,6 +77,7 @@ class CompletionWriter {
     // Results waiting this long with none written is "not making progress"; 0 means
     // DefaultStalledAfter(flush_interval).
     std::chrono::milliseconds stalled_after{0};
+    Pooling pooling = Pooling::kSession;  // kTransaction: `database` is a transaction pooler
   };
 
   // A thousand flush intervals, and no less than 5 s. A healthy writer writes a result within

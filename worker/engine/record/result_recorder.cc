@@ -2,8 +2,8 @@
 
 namespace bulkhead {
 
-StoreResultRecorder::StoreResultRecorder(std::string database)
-    : store_(std::move(database), "record") {}
+StoreResultRecorder::StoreResultRecorder(std::string database, Pooling pooling)
+    : store_(std::move(database), "record", pooling) {}
 
 int StoreResultRecorder::Record(const std::vector<AttemptResult>& results,
                                 const std::string& node) {

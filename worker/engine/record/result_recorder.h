@@ -42,7 +42,8 @@ class ResultRecorder {
 class StoreResultRecorder : public ResultRecorder {
  public:
   // `database`: a libpq connection string. Connects on the first Record(), not here.
-  explicit StoreResultRecorder(std::string database);
+  // `pooling`: kTransaction when `database` is a pooler in transaction mode.
+  explicit StoreResultRecorder(std::string database, Pooling pooling = Pooling::kSession);
 
   int Record(const std::vector<AttemptResult>& results, const std::string& node) override;
   void Reset() override;
