@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "claim_store.h"
 #include "delivery_test.h"
 #include "http_receiver.h"
 #include "node_process.h"
@@ -161,6 +162,20 @@ TEST_F(DatabaseConnectionTest, APooledConnectionMakesItsSettingsInEachTransactio
     // Nothing stays behind on the server connection for the next transaction, whoever's it is.
     pqxx::work tx(*conn);
     EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "0");
+  }
+  {
+    // A store's statement is prepared on the server connection once, under its hashed name, and
+    // run again without a second PREPARE (which would fail: the name exists).
+    ClaimStore store(*conn);
+    store.MarkAwake("default", "node-a");
+    store.MarkAwake("default", "node-a");
+    pqxx::work tx(*conn);
+    EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE "
+                       "'bulkhead\\_mark\\_awake\\_%'")[0]
+                  .as<int>(),
+              1);
+    EXPECT_EQ(PooledStatementOf("mark_awake").name.size(),
+              std::string("bulkhead_mark_awake_").size() + 16);
   }
   {
     // A statement outside a transaction block could not have its settings: refused.

@@ -1,5 +1,7 @@
 #include "pooled_connection.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -31,7 +33,7 @@ void Describe(Registry::Entry& entry) {
   entry.statement.clear();
   entry.values.clear();
   for (const auto& [name, value] : entry.settings) {
-    entry.statement += entry.statement.empty() ? "SELECT " : ", ";
+    if (!entry.statement.empty()) entry.statement += ", ";
     entry.statement += "set_config($" + std::to_string(entry.values.size() + 1) + ", $" +
                        std::to_string(entry.values.size() + 2) + ", true)";
     entry.values.push_back(name);
@@ -74,15 +76,29 @@ void AddPooledSettings(const pqxx::connection_base& conn, const SessionSettings&
   Describe(it->second);
 }
 
-void ApplyPooledSettings(pqxx::transaction_base& tx) {
-  std::string statement;
+namespace {
+
+// FNV-1a, 64 bits: the same on every build, so nodes of one release share their statements.
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+}  // namespace
+
+bool ApplyPooledSettings(pqxx::transaction_base& tx, std::string_view prepared) {
+  std::string settings;
   std::vector<std::string> values;
   {
     Registry& r = TheRegistry();
     std::lock_guard lock(r.mu);
     auto it = r.entries.find(&tx.conn());
-    if (it == r.entries.end()) return;
-    statement = it->second.statement;
+    if (it == r.entries.end()) return false;
+    settings = it->second.statement;
     values = it->second.values;
   }
   if (dynamic_cast<pqxx::nontransaction*>(&tx) != nullptr) {
@@ -90,14 +106,37 @@ void ApplyPooledSettings(pqxx::transaction_base& tx) {
         "a statement on a pooled connection ran outside a transaction block, where its settings "
         "(statement_timeout) cannot be made: run it through Atomically (pooled_connection.h)");
   }
-  if (!statement.empty()) tx.exec_params(statement, pqxx::prepare::make_dynamic_params(values));
+  std::string sql = "SELECT " + settings;
+  if (!prepared.empty()) {
+    values.emplace_back(prepared);
+    if (!settings.empty()) sql += ", ";
+    sql += "EXISTS (SELECT FROM pg_prepared_statements WHERE name = $" +
+           std::to_string(values.size()) + ")";
+  }
+  if (sql == "SELECT ") return false;
+  const pqxx::row row = tx.exec_params1(sql, pqxx::prepare::make_dynamic_params(values));
+  return !prepared.empty() && row.back().as<bool>();
 }
 
-const std::string& StatementSql(std::string_view statement) {
+const PooledStatement& PooledStatementOf(std::string_view statement) {
   // Built once, on first use (thread-safe static initialisation); immutable after.
-  static const std::unordered_map<std::string_view, std::string> by_statement = [] {
-    std::unordered_map<std::string_view, std::string> map;
-    for (const NamedQuery& query : EmbeddedQueries()) map.emplace(query.statement, query.sql);
+  static const std::unordered_map<std::string_view, PooledStatement> by_statement = [] {
+    std::unordered_map<std::string_view, PooledStatement> map;
+    for (const NamedQuery& query : EmbeddedQueries()) {
+      std::string types;
+      for (const NamedQueryField& param : query.params) {
+        types += types.empty() ? "(" : ", ";
+        types += param.type;
+      }
+      if (!types.empty()) types += ")";
+      char hash[17];
+      std::snprintf(hash, sizeof hash, "%016llx",
+                    static_cast<unsigned long long>(Fnv1a(types + " " + std::string(query.sql))));
+      PooledStatement s;
+      s.name = "bulkhead_" + std::string(query.statement.substr(0, 30)) + "_" + hash;
+      s.prepare = "PREPARE " + s.name + types + " AS " + std::string(query.sql);
+      map.emplace(query.statement, std::move(s));
+    }
     return map;
   }();
   auto it = by_statement.find(statement);
@@ -106,6 +145,19 @@ const std::string& StatementSql(std::string_view statement) {
                            " in worker/store/*.sql: rebuild");
   }
   return it->second;
+}
+
+pqxx::result ExecPooled(pqxx::transaction_base& tx, std::string_view statement,
+                        const std::vector<std::string>& literals) {
+  const PooledStatement& s = PooledStatementOf(statement);
+  if (!ApplyPooledSettings(tx, s.name)) tx.exec0(s.prepare);
+  std::string execute = "EXECUTE " + s.name;
+  for (size_t i = 0; i < literals.size(); ++i) {
+    execute += i == 0 ? "(" : ", ";
+    execute += literals[i];
+  }
+  if (!literals.empty()) execute += ")";
+  return tx.exec(execute);
 }
 
 }  // namespace bulkhead

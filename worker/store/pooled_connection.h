@@ -3,18 +3,25 @@
 // and nothing a session keeps — a prepared statement, a SET, a LISTEN, a session advisory lock —
 // is there for the next one.
 //
-// So on a pooled connection (MarkPooled):
-// - the stores' named statements go unprepared: typed::Exec (typed_statement.h) sends each with
-//   its SQL text through the unnamed statement (libpq's PQexecParams: Parse, Bind, Execute, Sync
-//   in one exchange), which the pooler passes as one unit. libpqxx registers a store's
-//   statements lazily (named_queries.h) and never sends them when nothing executes them by name.
+// So on a pooled connection (a PooledMark on it):
+// - each named statement is prepared on each *server* connection it runs on, once, with SQL
+//   PREPARE under a name that carries a hash of its text and parameter types
+//   (`bulkhead_claim_1f0c…`), and run with EXECUTE and its arguments as literals (ExecPooled).
+//   Whether the server connection has it is asked in the same round trip that makes the
+//   transaction's settings; a server connection prepares it at most once, and every node of a
+//   release that reaches that server connection through the pooler uses it. A release whose
+//   SQL differs prepares its own name, so two releases side by side never run each other's.
+//   So the claim keeps its generic plan (ADR 0016), as on a session, instead of being planned
+//   for every call: measured, planning every statement cost a node through the pooler about
+//   half its deliveries a second (load/pool_bench.sh).
 // - the session settings of the connection string (statement_timeout above all) and any a store
 //   adds (the claim's planner switches, AddPooledSettings) are made for each transaction instead,
-//   with `set_config(name, value, true)`, one extra round trip before each statement;
+//   with `set_config(name, value, true)`;
 // - every statement must run inside a transaction block (pqxx::work): a setting made LOCAL outside
-//   one is gone at once. typed::Exec throws std::logic_error for a nontransaction, and stores run
-//   their single statements through Atomically, which is autocommit on a session connection (one
-//   round trip) and BEGIN … COMMIT on a pooled one.
+//   one is gone at once, and the pooler may hand the next statement another server connection.
+//   ApplyPooledSettings throws std::logic_error for a nontransaction, and stores run their single
+//   statements through Atomically, which is autocommit on a session connection (one round trip)
+//   and BEGIN … COMMIT on a pooled one.
 // Which work needs a session, and so never goes through the pool: the LISTEN for wake-ups, the
 // leader's session advisory lock, and the node's start and stop (docs/operations.md).
 //
@@ -52,13 +59,25 @@ bool IsPooled(const pqxx::connection_base& conn);
 // wins). Nothing on a connection that is not pooled.
 void AddPooledSettings(const pqxx::connection_base& conn, const SessionSettings& settings);
 
-// On a pooled connection, makes its settings for the transaction `tx` (one statement); nothing
-// otherwise. Throws std::logic_error when `tx` is not a transaction block on a pooled connection.
-void ApplyPooledSettings(pqxx::transaction_base& tx);
+// On a pooled connection, makes its settings for the transaction `tx` and, when `prepared` is not
+// empty, says whether that named statement is prepared on the server connection serving it (one
+// statement). Nothing, and false, otherwise. Throws std::logic_error when `tx` is not a
+// transaction block on a pooled connection.
+bool ApplyPooledSettings(pqxx::transaction_base& tx, std::string_view prepared = {});
 
-// The SQL text of the named statement whose prepared name is `statement` (claim_probes). Throws
+// A named statement as a pooled connection prepares it: its server-side name, and the PREPARE.
+struct PooledStatement {
+  std::string name;     // bulkhead_<statement>_<16 hex digits of FNV-1a of types and text>
+  std::string prepare;  // PREPARE <name>(<types>) AS <sql>
+};
+// The one for the statement whose prepared name is `statement` (claim_probes). Throws
 // std::logic_error when the build embedded none.
-const std::string& StatementSql(std::string_view statement);
+const PooledStatement& PooledStatementOf(std::string_view statement);
+
+// Runs `statement` on a pooled connection: the transaction's settings, PREPARE if the server
+// connection lacks it, then EXECUTE with `literals` (each already a SQL literal or NULL).
+pqxx::result ExecPooled(pqxx::transaction_base& tx, std::string_view statement,
+                        const std::vector<std::string>& literals);
 
 // Runs f(tx) as one atomic unit and returns what it returns: a pqxx::nontransaction (autocommit:
 // one statement is atomic, one round trip) on a session connection, a pqxx::work on a pooled

@@ -23,15 +23,29 @@ const T& Bind(const T& value) {
 inline std::string Bind(const std::vector<int64_t>& items) { return PgArray(items); }
 inline std::string Bind(const std::vector<int>& items) { return PgArray(items); }
 
-// Runs the named statement `statement` with `args`: prepared (once per connection, by name) on
-// a session connection; on a pooled one (pooled_connection.h) unprepared, by its SQL text, after
-// the transaction's settings.
+// A bound value as a SQL literal for EXECUTE on a pooled connection: NULL, or quoted text that
+// the server casts to the parameter's declared type.
+template <typename T>
+std::string Literal(const pqxx::transaction_base& tx, const T& value) {
+  // Escaped by the server's rules (PQescapeStringConn); built by appends, since GCC 12 warns
+  // falsely (-Wrestrict) inside libpqxx's quote().
+  std::string literal(1, '\'');
+  literal.append(tx.esc(pqxx::to_string(value)));
+  literal.push_back('\'');
+  return literal;
+}
+template <typename T>
+std::string Literal(const pqxx::transaction_base& tx, const std::optional<T>& value) {
+  if (value) return Literal(tx, *value);
+  return "NULL";
+}
+
+// Runs the named statement `statement` with `args`: prepared by libpqxx on a session connection;
+// on a pooled one (pooled_connection.h) prepared on the server connection by SQL PREPARE, once,
+// and run by EXECUTE.
 template <typename... Args>
 pqxx::result Exec(pqxx::transaction_base& tx, const char* statement, const Args&... args) {
-  if (IsPooled(tx.conn())) {
-    ApplyPooledSettings(tx);
-    return tx.exec_params(StatementSql(statement), args...);
-  }
+  if (IsPooled(tx.conn())) return ExecPooled(tx, statement, {Literal(tx, args)...});
   return tx.exec_prepared(statement, args...);
 }
 

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# pool_bench.sh — issue 30, goal 5: what a node pays to send its claim, result, breaker and
+# lease traffic through PgBouncer in transaction mode (`database_pool`, docs/configuration.md)
+# instead of on connections of its own, side by side on one durable cluster.
+#
+#   load/pool_bench.sh        # POOL_BENCH_JOBS (60,000) over 20 tenants, POOL_BENCH_PAIRS (3)
+#
+# Each pair, in turn and in alternating order: a fresh database with the burst enqueued (one
+# statement of bulkhead.enqueue over 20 tenants of one channel each, to bulkhead-mock's
+# /hook/fast), one `bulkhead run` node with the shipped tiers drains it, directly, then with
+# `database_pool` pointing at Debian's PgBouncer (its defaults but pool_mode = transaction, over
+# the cluster's Unix socket). Per drain: deliveries/s (node start to the last completed), the
+# PostgreSQL server processes' CPU per delivery (their user + system time over the drain, read
+# before the node stops), the most client backends seen during it, and the planning and execution
+# time of the node's statements a delivery (pg_stat_statements, track_planning on); then the
+# ratio of the medians. Durability on (.run/bench-pg-durable). Builds first (./setup.sh).
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+[ $# -eq 0 ] || usage_error "takes no arguments; the knobs are POOL_BENCH_JOBS and POOL_BENCH_PAIRS"
+jobs=$(knob POOL_BENCH_JOBS 60000 count)
+pairs=$(knob POOL_BENCH_PAIRS 3 count)
+[ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
+
+load_setup
+run=.run/bench-pg-durable
+pg_start "$run" 1
+work=$(mktemp -d /tmp/pool_bench.XXXXXX)
+chmod 755 "$work"
+
+# PgBouncer in transaction mode in front of the cluster's socket, as the postgres user.
+sock=$(sed -n 's/.*host=\([^ ]*\).*/\1/p' <<<"$conn")
+pgport=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$conn")  # empty: libpq's 5432
+user=$(sed -n 's/.*user=\([^ ]*\).*/\1/p' <<<"$conn")
+bouncer_port=$((20000 + RANDOM % 20000))
+echo "\"${user:-postgres}\" \"\"" >"$work/users.txt"
+cat >"$work/pgbouncer.ini" <<INI
+[databases]
+* = host=$sock${pgport:+ port=$pgport}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $work/users.txt
+logfile = $work/pgbouncer.log
+pidfile = $work/pgbouncer.pid
+pool_mode = transaction
+INI
+chown -R postgres "$work"
+runuser -u postgres -- /usr/sbin/pgbouncer -d "$work/pgbouncer.ini"
+on_exit "kill \$(cat '$work/pgbouncer.pid') 2>/dev/null"
+
+mock_pid=
+node_pid=
+# shellcheck disable=SC2016  # expanded when the script exits
+on_exit '[ -n "$node_pid" ] && stop_pid "$node_pid" "the node"'
+# shellcheck disable=SC2016
+on_exit '[ -n "$mock_pid" ] && stop_pid "$mock_pid" "the mock"'
+on_exit "rm -rf '$work'"
+build/bin/bulkhead-mock --listen 127.0.0.1:0 --port-file "$work/mock.port" >"$work/mock.log" 2>&1 &
+mock_pid=$!
+for ((i = 0; i < 100; i++)); do [ -s "$work/mock.port" ] && break; sleep 0.1; done
+[ -s "$work/mock.port" ] || { cat "$work/mock.log" >&2; exit 1; }
+mock_url=http://127.0.0.1:$(cat "$work/mock.port")/hook/fast
+
+# Clock ticks of every PostgreSQL server process alive now (utime + stime).
+server_ticks() {
+  local pid total=0 stat
+  for pid in $(pgrep -u postgres -x postgres); do
+    stat=$(cut -d' ' -f14,15 "/proc/$pid/stat" 2>/dev/null) || continue
+    total=$((total + ${stat% *} + ${stat#* }))
+  done
+  echo "$total"
+}
+hz=$(getconf CLK_TCK)
+
+# drain MODE: one drain of a fresh burst; prints "rate cpu_ms_per_delivery max_backends".
+drain() {
+  local mode=$1 db pool start end ticks0 ticks1 done_count=0 max_backends=0 backends
+  # FORCE: PgBouncer keeps its server connections to the last drain's database open.
+  psql "$conn" -c "SET client_min_messages = warning" \
+    -c "DROP DATABASE IF EXISTS pool_bench WITH (FORCE)" -c "CREATE DATABASE pool_bench" \
+    -c "ALTER DATABASE pool_bench SET pg_stat_statements.track_planning = on"
+  db=$(db_conn pool_bench)
+  build/bin/bulkhead migrate up --database "$db" >/dev/null
+  psql "$db" -v url="$mock_url" -v n="$((jobs / 20))" >/dev/null <<'SQL'
+INSERT INTO bulkhead.tenants (name, tier) SELECT 'drain-' || g, 'default' FROM generate_series(1, 20) g;
+INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, :'url' FROM bulkhead.tenants;
+SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
+  FROM bulkhead.channels c, generate_series(1, :n);
+CHECKPOINT;
+SQL
+  pool=""
+  [ "$mode" = pooled ] && pool=", \"database_pool\": \"host=127.0.0.1 port=$bouncer_port dbname=pool_bench user=${user:-postgres}\""
+  cat >"$work/node.json" <<JSON
+{"database": "$db", "node": "pool-bench", "tiers_dir": "$PWD/tiers",
+ "metrics_listen": "127.0.0.1:$((bouncer_port + 1))", "allowed_networks": ["127.0.0.0/8"]$pool}
+JSON
+  psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  ticks0=$(server_ticks)
+  start=$(date +%s.%N)
+  build/bin/bulkhead run --config "$work/node.json" >"$work/node-$mode.log" 2>&1 &
+  node_pid=$!
+  local last=-1 still=0
+  # Bounded: gives up after 30 s without a delivery.
+  while [ "$still" -lt 300 ]; do
+    read -r done_count backends < <(psql "$db" -At -F' ' -c \
+      "SELECT (SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed'),
+              (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')")
+    [ "$backends" -gt "$max_backends" ] && max_backends=$backends
+    [ "$done_count" -ge "$jobs" ] && break
+    if [ "$done_count" -eq "$last" ]; then still=$((still + 1)); else still=0; last=$done_count; fi
+    sleep 0.1
+  done
+  end=$(date +%s.%N)
+  ticks1=$(server_ticks)
+  # Planning and execution time the server spent on the node's statements (pg_stat_statements).
+  read -r plan_ms exec_ms < <(psql "$db" -At -F' ' -c \
+    "SELECT round(sum(total_plan_time)::numeric, 1), round(sum(total_exec_time)::numeric, 1)
+       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+      WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'")
+  stop_pid "$node_pid" "the node"
+  node_pid=
+  if [ "$done_count" -lt "$jobs" ]; then
+    tail -n 20 "$work/node-$mode.log" "$work/pgbouncer.log" >&2
+    echo "$load_script: the $mode drain stopped at $done_count of $jobs" >&2
+    exit 1
+  fi
+  # Each drain's backends include this script's own psql (1).
+  awk -v n="$jobs" -v s="$start" -v e="$end" -v t="$((ticks1 - ticks0))" -v hz="$hz" -v b="$max_backends" \
+    -v p="$plan_ms" -v x="$exec_ms" \
+    'BEGIN { printf "%.0f %.4f %d %.4f %.4f\n", n / (e - s), t * 1000 / hz / n, b, p / n, x / n }'
+}
+
+echo "pool_bench: $jobs deliveries over 20 tenants, one node, durability on; load $(load_average all)"
+printf '%-6s %-8s %12s %18s %14s %14s %14s\n' pair mode deliveries/s "server CPU ms/dlv" "max backends" \
+  "plan ms/dlv" "exec ms/dlv"
+declare -a direct_rates pooled_rates direct_cpu pooled_cpu
+for ((p = 1; p <= pairs; p++)); do
+  order="direct pooled"
+  [ $((p % 2)) -eq 0 ] && order="pooled direct"
+  for mode in $order; do
+    read -r rate cpu backends plan exec < <(drain "$mode")
+    printf '%-6s %-8s %12s %18s %14s %14s %14s   (load %s)\n' "$p" "$mode" "$rate" "$cpu" "$backends" \
+      "$plan" "$exec" "$(load_average)"
+    if [ "$mode" = direct ]; then direct_rates+=("$rate"); direct_cpu+=("$cpu"); else pooled_rates+=("$rate"); pooled_cpu+=("$cpu"); fi
+  done
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+awk -v dr="$(med "${direct_rates[@]}")" -v pr="$(med "${pooled_rates[@]}")" \
+    -v dc="$(med "${direct_cpu[@]}")" -v pc="$(med "${pooled_cpu[@]}")" \
+  'BEGIN { printf "median: direct %.0f/s, %.4f ms CPU/dlv; pooled %.0f/s, %.4f ms CPU/dlv; pooled/direct: rate %.2f, CPU %.2f\n", dr, dc, pr, pc, pr / dr, pc / dc }'
+echo "load after: $(load_average all)"
