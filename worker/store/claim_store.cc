@@ -105,11 +105,13 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   // paths are switched off for it, and its plans cannot drift with the table.
   //
   // Through a pooler in transaction mode (pooled_connection.h) there is no session to keep a
-  // plan or a setting: each claim is planned for its own parameters, and the two switches are
-  // made for each transaction, with the statement timeout.
+  // setting: the three are made for each transaction, with the statement timeout, and the plan
+  // is kept by the statement prepared on each server connection.
   if (!generic_plans_) {
     if (IsPooled(conn_)) {
-      AddPooledSettings(conn_, {{"enable_seqscan", "off"}, {"enable_bitmapscan", "off"}});
+      AddPooledSettings(conn_, {{"plan_cache_mode", "force_generic_plan"},
+                                {"enable_seqscan", "off"},
+                                {"enable_bitmapscan", "off"}});
     } else {
       pqxx::nontransaction(conn_, "generic_plans")
           .exec0(
