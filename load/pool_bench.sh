@@ -4,6 +4,8 @@
 # instead of on connections of its own, side by side on one durable cluster.
 #
 #   load/pool_bench.sh        # POOL_BENCH_JOBS (60,000) over 20 tenants, POOL_BENCH_PAIRS (3)
+#   POOL_BENCH_NODES=8 load/pool_bench.sh   # the same through 8 nodes (each at the shipped
+#                             # tiers): how many server connections the fleet holds
 #
 # Each pair, in turn and in alternating order: a fresh database with the burst enqueued (one
 # statement of bulkhead.enqueue over 20 tenants of one channel each, to bulkhead-mock's
@@ -20,6 +22,7 @@ source "$(dirname "$0")/lib.sh"
 [ $# -eq 0 ] || usage_error "takes no arguments; the knobs are POOL_BENCH_JOBS and POOL_BENCH_PAIRS"
 jobs=$(knob POOL_BENCH_JOBS 60000 count)
 pairs=$(knob POOL_BENCH_PAIRS 3 count)
+nodes=$(knob POOL_BENCH_NODES 1 count)
 [ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
 
 load_setup
@@ -52,9 +55,9 @@ runuser -u postgres -- /usr/sbin/pgbouncer -d "$work/pgbouncer.ini"
 on_exit "kill \$(cat '$work/pgbouncer.pid') 2>/dev/null"
 
 mock_pid=
-node_pid=
+node_pids=()
 # shellcheck disable=SC2016  # expanded when the script exits
-on_exit '[ -n "$node_pid" ] && stop_pid "$node_pid" "the node"'
+on_exit 'for pid in "${node_pids[@]}"; do stop_pid "$pid" "a node"; done'
 # shellcheck disable=SC2016
 on_exit '[ -n "$mock_pid" ] && stop_pid "$mock_pid" "the mock"'
 on_exit "rm -rf '$work'"
@@ -93,15 +96,20 @@ CHECKPOINT;
 SQL
   pool=""
   [ "$mode" = pooled ] && pool=", \"database_pool\": \"host=127.0.0.1 port=$bouncer_port dbname=pool_bench user=${user:-postgres}\""
-  cat >"$work/node.json" <<JSON
-{"database": "$db", "node": "pool-bench", "tiers_dir": "$PWD/tiers",
- "metrics_listen": "127.0.0.1:$((bouncer_port + 1))", "allowed_networks": ["127.0.0.0/8"]$pool}
+  for ((n = 1; n <= nodes; n++)); do
+    cat >"$work/node-$n.json" <<JSON
+{"database": "$db", "node": "pool-bench-$n", "tiers_dir": "$PWD/tiers",
+ "metrics_listen": "127.0.0.1:$((bouncer_port + n))", "allowed_networks": ["127.0.0.0/8"]$pool}
 JSON
+  done
   psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
   ticks0=$(server_ticks)
   start=$(date +%s.%N)
-  build/bin/bulkhead run --config "$work/node.json" >"$work/node-$mode.log" 2>&1 &
-  node_pid=$!
+  node_pids=()
+  for ((n = 1; n <= nodes; n++)); do
+    build/bin/bulkhead run --config "$work/node-$n.json" >"$work/node-$mode-$n.log" 2>&1 &
+    node_pids+=($!)
+  done
   local last=-1 still=0
   # Bounded: gives up after 30 s without a delivery.
   while [ "$still" -lt 300 ]; do
@@ -120,10 +128,10 @@ JSON
     "SELECT round(sum(total_plan_time)::numeric, 1), round(sum(total_exec_time)::numeric, 1)
        FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
       WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'")
-  stop_pid "$node_pid" "the node"
-  node_pid=
+  for pid in "${node_pids[@]}"; do stop_pid "$pid" "a node"; done
+  node_pids=()
   if [ "$done_count" -lt "$jobs" ]; then
-    tail -n 20 "$work/node-$mode.log" "$work/pgbouncer.log" >&2
+    tail -n 20 "$work/node-$mode-1.log" "$work/pgbouncer.log" >&2
     echo "$load_script: the $mode drain stopped at $done_count of $jobs" >&2
     exit 1
   fi
@@ -133,7 +141,7 @@ JSON
     'BEGIN { printf "%.0f %.4f %d %.4f %.4f\n", n / (e - s), t * 1000 / hz / n, b, p / n, x / n }'
 }
 
-echo "pool_bench: $jobs deliveries over 20 tenants, one node, durability on; load $(load_average all)"
+echo "pool_bench: $jobs deliveries over 20 tenants, $nodes node(s), durability on; load $(load_average all)"
 printf '%-6s %-8s %12s %18s %14s %14s %14s\n' pair mode deliveries/s "server CPU ms/dlv" "max backends" \
   "plan ms/dlv" "exec ms/dlv"
 declare -a direct_rates pooled_rates direct_cpu pooled_cpu

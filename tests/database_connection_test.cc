@@ -228,6 +228,11 @@ TEST_F(DatabaseConnectionTest, ANodeWithATransactionPoolerDeliversBreaksAndStops
   size_t to_healthy = 0;
   for (const auto& r : receiver.Requests()) to_healthy += r.path == "/hook" ? 1 : 0;
   EXPECT_EQ(to_healthy, 1000u);
+  // The main thread's connection is closed once the node has started (opened again to stop).
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM pg_stat_activity WHERE "
+                                "application_name = 'bulkhead:txpool:node'"),
+            0);
   // The lease keeper heartbeats through it (every lease_ms / 5).
   const std::string heartbeat = "(SELECT heartbeat_at FROM bulkhead.nodes WHERE name = 'txpool')";
   const std::string first = QueryValue<std::string>(db(), "SELECT " + heartbeat + "::text");

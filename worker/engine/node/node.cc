@@ -87,6 +87,9 @@ int Node::Run() {
   StoreConnection<FleetStore> store(database_, "node");
   Lease lease{std::chrono::milliseconds(options.lease_ms)};
   if (!StartNode(store, database_, options, tier_names, lease, record)) return kExitFailure;
+  // Not needed again until the stop (deregistering), which opens it anew: a node running holds
+  // no idle session for it (a fleet's server connections, docs/operations.md "Connections").
+  store.Close();
 
   NodeParts parts(config_, NodeDatabases{database_, pool_}, metrics, record, lease);
   NodeStatusPage status(config_, metrics, parts, lease);
