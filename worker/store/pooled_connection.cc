@@ -14,10 +14,10 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  // Guarded by mu. Per pooled connection: its settings, and the one statement that makes them.
+  // Guarded by mu. Per pooled connection: its settings, and the select list that makes them.
   struct Entry {
     SessionSettings settings;
-    std::string statement;            // SELECT set_config($1, $2, true), … for each setting
+    std::string statement;            // set_config($1, $2, true), … for each setting
     std::vector<std::string> values;  // its parameters: name, value, name, value, …
   };
   std::map<const pqxx::connection_base*, Entry> entries;

@@ -6,8 +6,8 @@
 // connection prepares only that store's statements.
 //
 // Pooling::kTransaction opens it through a pooler in transaction mode (the node's
-// `database_pool`): unprepared statements and settings made per transaction
-// (pooled_connection.h).
+// `database_pool`): statements prepared once per server connection and settings made per
+// transaction (pooled_connection.h).
 //
 // Owned and used by one thread (see each owner's header); moving ownership to another thread
 // after the first has stopped is fine. The process-wide counts of errors and reconnects (for
