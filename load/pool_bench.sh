@@ -6,6 +6,11 @@
 #   load/pool_bench.sh        # POOL_BENCH_JOBS (60,000) over 20 tenants, POOL_BENCH_PAIRS (3)
 #   POOL_BENCH_NODES=8 load/pool_bench.sh   # the same through 8 nodes (each at the shipped
 #                             # tiers): how many server connections the fleet holds
+#   POOL_BENCH_SHAPE=production load/pool_bench.sh   # production's shape: the burst lands beside
+#                             # POOL_BENCH_FINISHED (1,000,000) finished deliveries of the last
+#                             # week (vacuumed, analyzed), and half of it goes to 20 busy tenants,
+#                             # half to 10,000 tenants of 3 deliveries each; every drain starts
+#                             # from a copy of that database (a template built once)
 #
 # Each pair, in turn and in alternating order: a fresh database with the burst enqueued (one
 # statement of bulkhead.enqueue over 20 tenants of one channel each, to bulkhead-mock's
@@ -23,6 +28,9 @@ source "$(dirname "$0")/lib.sh"
 jobs=$(knob POOL_BENCH_JOBS 60000 count)
 pairs=$(knob POOL_BENCH_PAIRS 3 count)
 nodes=$(knob POOL_BENCH_NODES 1 count)
+finished=$(knob POOL_BENCH_FINISHED 1000000 count0)
+shape=${POOL_BENCH_SHAPE:-lab}
+case $shape in lab|production) ;; *) usage_error "POOL_BENCH_SHAPE must be lab or production, not '$shape'" ;; esac
 [ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
 
 load_setup
@@ -82,18 +90,37 @@ hz=$(getconf CLK_TCK)
 drain() {
   local mode=$1 db pool start end ticks0 ticks1 done_count=0 max_backends=0 backends
   # FORCE: PgBouncer keeps its server connections to the last drain's database open.
-  psql "$conn" -c "SET client_min_messages = warning" \
-    -c "DROP DATABASE IF EXISTS pool_bench WITH (FORCE)" -c "CREATE DATABASE pool_bench" \
-    -c "ALTER DATABASE pool_bench SET pg_stat_statements.track_planning = on"
-  db=$(db_conn pool_bench)
-  build/bin/bulkhead migrate up --database "$db" >/dev/null
-  psql "$db" -v url="$mock_url" -v n="$((jobs / 20))" >/dev/null <<'SQL'
+  if [ "$shape" = production ]; then
+    psql "$conn" -c "SET client_min_messages = warning" \
+      -c "DROP DATABASE IF EXISTS pool_bench WITH (FORCE)" \
+      -c "CREATE DATABASE pool_bench TEMPLATE pool_bench_template STRATEGY FILE_COPY" \
+      -c "ALTER DATABASE pool_bench SET pg_stat_statements.track_planning = on"
+    db=$(db_conn pool_bench)
+    psql "$db" -v n="$((jobs / 2))" -v small="$((jobs / 2 / 3))" >/dev/null <<'SQL'
+SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
+  FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id,
+       generate_series(1, :n / 20) WHERE t.name LIKE 'busy-%';
+SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
+  FROM (SELECT c.id FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id
+         WHERE t.name LIKE 'small-%' ORDER BY c.id LIMIT :small) c, generate_series(1, 3);
+CHECKPOINT;
+SQL
+    jobs_here=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE state = 'available'")
+  else
+    psql "$conn" -c "SET client_min_messages = warning" \
+      -c "DROP DATABASE IF EXISTS pool_bench WITH (FORCE)" -c "CREATE DATABASE pool_bench" \
+      -c "ALTER DATABASE pool_bench SET pg_stat_statements.track_planning = on"
+    db=$(db_conn pool_bench)
+    build/bin/bulkhead migrate up --database "$db" >/dev/null
+    psql "$db" -v url="$mock_url" -v n="$((jobs / 20))" >/dev/null <<'SQL'
 INSERT INTO bulkhead.tenants (name, tier) SELECT 'drain-' || g, 'default' FROM generate_series(1, 20) g;
 INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, :'url' FROM bulkhead.tenants;
 SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
   FROM bulkhead.channels c, generate_series(1, :n);
 CHECKPOINT;
 SQL
+    jobs_here=$(( jobs / 20 * 20 ))
+  fi
   pool=""
   [ "$mode" = pooled ] && pool=", \"database_pool\": \"host=127.0.0.1 port=$bouncer_port dbname=pool_bench user=${user:-postgres}\""
   for ((n = 1; n <= nodes; n++)); do
@@ -102,6 +129,7 @@ SQL
  "metrics_listen": "127.0.0.1:$((bouncer_port + n))", "allowed_networks": ["127.0.0.0/8"]$pool}
 JSON
   done
+  first_id=$(psql "$db" -At -c "SELECT coalesce(min(id), 1) - 1 FROM bulkhead.jobs WHERE state = 'available'")
   psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
   ticks0=$(server_ticks)
   start=$(date +%s.%N)
@@ -114,10 +142,10 @@ JSON
   # Bounded: gives up after 30 s without a delivery.
   while [ "$still" -lt 300 ]; do
     read -r done_count backends < <(psql "$db" -At -F' ' -c \
-      "SELECT (SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed'),
+      "SELECT (SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed' AND id > $first_id),
               (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')")
     [ "$backends" -gt "$max_backends" ] && max_backends=$backends
-    [ "$done_count" -ge "$jobs" ] && break
+    [ "$done_count" -ge "$jobs_here" ] && break
     if [ "$done_count" -eq "$last" ]; then still=$((still + 1)); else still=0; last=$done_count; fi
     sleep 0.1
   done
@@ -130,18 +158,51 @@ JSON
       WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'")
   for pid in "${node_pids[@]}"; do stop_pid "$pid" "a node"; done
   node_pids=()
-  if [ "$done_count" -lt "$jobs" ]; then
+  if [ "$done_count" -lt "$jobs_here" ]; then
     tail -n 20 "$work/node-$mode-1.log" "$work/pgbouncer.log" >&2
-    echo "$load_script: the $mode drain stopped at $done_count of $jobs" >&2
+    echo "$load_script: the $mode drain stopped at $done_count of $jobs_here" >&2
     exit 1
   fi
   # Each drain's backends include this script's own psql (1).
-  awk -v n="$jobs" -v s="$start" -v e="$end" -v t="$((ticks1 - ticks0))" -v hz="$hz" -v b="$max_backends" \
+  awk -v n="$jobs_here" -v s="$start" -v e="$end" -v t="$((ticks1 - ticks0))" -v hz="$hz" -v b="$max_backends" \
     -v p="$plan_ms" -v x="$exec_ms" \
     'BEGIN { printf "%.0f %.4f %d %.4f %.4f\n", n / (e - s), t * 1000 / hz / n, b, p / n, x / n }'
 }
 
-echo "pool_bench: $jobs deliveries over 20 tenants, $nodes node(s), durability on; load $(load_average all)"
+if [ "$shape" = production ]; then
+  echo "pool_bench: building the production-shape template ($finished finished deliveries, 10,020 tenants)"
+  t0=$(date +%s)
+  psql "$conn" -c "SET client_min_messages = warning" \
+    -c "DROP DATABASE IF EXISTS pool_bench WITH (FORCE)" \
+    -c "DROP DATABASE IF EXISTS pool_bench_template" -c "CREATE DATABASE pool_bench_template"
+  tdb=$(db_conn pool_bench_template)
+  build/bin/bulkhead migrate up --database "$tdb" >/dev/null
+  psql "$tdb" -v url="$mock_url" -v finished="$finished" >/dev/null <<'SQL'
+INSERT INTO bulkhead.tenants (name, tier) SELECT 'busy-' || g, 'default' FROM generate_series(1, 20) g;
+INSERT INTO bulkhead.tenants (name, tier) SELECT 'small-' || g, 'default' FROM generate_series(1, 10000) g;
+INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, :'url' FROM bulkhead.tenants;
+-- A week of finished deliveries, 30 % to the busy tenants, the rest spread over the small ones.
+INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, state, priority, scheduled_at, attempt,
+                           max_attempts, payload, created_at, attempted_at, attempted_by,
+                           finished_at, attempts)
+SELECT 'default', c.tenant_id, c.id, 'completed', 1, f.at - interval '20 s', 1, 8,
+       jsonb_build_object('type', 'order.paid', 'order', i,
+                          'text', 'a message of about a hundred bytes, like an order notice'),
+       f.at - interval '20 s', f.at - interval '50 ms', 'node-' || (i % 4), f.at,
+       jsonb_build_array(jsonb_build_object('attempt', 1, 'at', f.at, 'node', 'node-' || (i % 4),
+                                            'duration_ms', 20 + i % 50, 'status', 200))
+  FROM generate_series(0, :finished::bigint - 1) i
+ CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (1 - i::float8 / greatest(:finished, 1)) AS at) f
+  JOIN bulkhead.channels c
+    ON c.id = CASE WHEN i % 10 < 3 THEN 1 + i % 20 ELSE 21 + i % 10000 END;
+VACUUM ANALYZE bulkhead.jobs;
+VACUUM ANALYZE bulkhead.channels;
+VACUUM ANALYZE bulkhead.tenants;
+CHECKPOINT;
+SQL
+  echo "pool_bench: template built in $(( $(date +%s) - t0 )) s"
+fi
+echo "pool_bench: $jobs deliveries ($shape shape), $nodes node(s), durability on; load $(load_average all)"
 printf '%-6s %-8s %12s %18s %14s %14s %14s\n' pair mode deliveries/s "server CPU ms/dlv" "max backends" \
   "plan ms/dlv" "exec ms/dlv"
 declare -a direct_rates pooled_rates direct_cpu pooled_cpu
