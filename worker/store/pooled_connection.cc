@@ -1,5 +1,6 @@
 #include "pooled_connection.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -21,6 +22,10 @@ struct Registry {
     std::vector<std::string> values;  // its parameters: name, value, name, value, …
   };
   std::map<const pqxx::connection_base*, Entry> entries;
+  // entries.size(), readable without mu: a process with no pooled connection (a node without
+  // database_pool, every CLI verb) answers IsPooled from it and never takes the lock, on every
+  // statement of every thread.
+  std::atomic<size_t> count{0};
 };
 
 Registry& TheRegistry() {
@@ -49,16 +54,21 @@ PooledMark::PooledMark(const pqxx::connection_base& conn, SessionSettings settin
   Describe(entry);
   std::lock_guard lock(r.mu);
   r.entries[conn_] = std::move(entry);
+  r.count.store(r.entries.size(), std::memory_order_release);
 }
 
 PooledMark::~PooledMark() {
   Registry& r = TheRegistry();
   std::lock_guard lock(r.mu);
   r.entries.erase(conn_);
+  r.count.store(r.entries.size(), std::memory_order_release);
 }
 
 bool IsPooled(const pqxx::connection_base& conn) {
   Registry& r = TheRegistry();
+  // A connection is marked by the thread that uses it, before its first statement: a count of 0
+  // read here cannot miss this connection's own mark.
+  if (r.count.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard lock(r.mu);
   return r.entries.contains(&conn);
 }

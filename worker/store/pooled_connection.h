@@ -27,6 +27,7 @@
 //
 // Threads: the registry is one process-wide map under a mutex; an entry is added and removed by
 // the thread that owns the connection (PooledMark, held beside it), and read by that thread.
+// While no connection of the process is pooled, IsPooled reads one atomic and takes no lock.
 #pragma once
 
 #include <pqxx/pqxx>
