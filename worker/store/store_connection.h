@@ -85,9 +85,7 @@ class StoreConnection : public StoreConnections {
   void Reset() {
     Counters().errors.fetch_add(1, std::memory_order_relaxed);
     lost_ = true;
-    store_.reset();
-    pooled_.reset();
-    conn_.reset();
+    Close();
   }
 
  private:
