@@ -35,11 +35,12 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- finished jobs, re-analyzed only after a tenth of it changes) jobs_claim won: the whole
 -- queue's available range read once per row, 360 buffers and 1.3 ms a row beside 1,000,000
 -- finished jobs (issue 34). A row updated since the statement's snapshot (another node claimed
--- it, a snooze moved it) has a newer version elsewhere: locking follows the update chain to it,
--- and the recheck of `ctid = w.ctid` on that version fails, so the row is skipped whatever its
--- state now, and waits for the next claim (tried with a concurrent update committed between a
--- scan and its lock). So every row locked here is the version the snapshot saw, unchanged, and
--- its ctid is where the claim's update reaches it, the same way.
+-- it, a snooze moved it) has a newer version elsewhere; the fragment untouched leaves it before
+-- the lock, which would follow the update chain and lock the newest version. Were it ever
+-- locked, the recheck of `ctid = w.ctid` on that version would fail and skip it all the same
+-- (tried with a concurrent update committed between a scan and its lock). So every row locked
+-- here is the version the snapshot saw, unchanged, and its ctid is where the claim's update
+-- reaches it, the same way.
 SELECT d.*
     FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
@@ -50,10 +51,38 @@ SELECT d.*
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
            FROM bulkhead.jobs j
-          WHERE j.ctid = w.ctid AND j.state = 'available'
+          WHERE j.ctid = w.ctid AND j.state = 'available' AND {{untouched(j)}}
             FOR UPDATE SKIP LOCKED) AS d
    WHERE {{uncapped(w, least($2, ($9 + 1) / 2))}}
    LIMIT $2
+
+-- fragment: untouched(row)
+-- `row` (a job the claim is about to lock) has not been changed or locked by a transaction that
+-- the statement's snapshot does not see: its xmax is 0, or a transaction the snapshot sees as
+-- ended (a claim that locked the row and left it), or this statement's own. A row that fails is
+-- left for the next claim, which has a newer snapshot.
+--
+-- Why (issue 30, goal 4). When another node claimed a row after this statement's snapshot was
+-- taken, the version the claim found is no longer the newest. FOR UPDATE in READ COMMITTED then
+-- follows the update chain, locks the newest version (the other node's `executing` row), rechecks
+-- the conditions, which fail, and skips it, but keeps the lock until the statement ends. The
+-- other node's result write for that row waited for it: with 8 nodes on one database the result
+-- write took 67 ms a call instead of 4, a lock wait in 172 of 208 samples
+-- (`load/engine_bench.sh fleet`). Nothing in SQL locks a version without following its chain,
+-- so the claim looks first: the row's xmax, placed in the snapshot's epoch (`snap`), must be
+-- visible to the snapshot. A row locked by a claim still running is left here too, which SKIP
+-- LOCKED would have done. An xmax that is a MultiXact id (two lockers at once, which no statement
+-- on jobs makes today) is read as a transaction id; beyond 2^20 ahead of the snapshot it counts
+-- as untouched, so at worst such a row waits until the transaction ids pass it, and the lock's
+-- own SKIP LOCKED still decides whether it is taken.
+({{row}}.xmax = '0'::xid
+             OR (SELECT f.xid < 0 OR f.xid >= s.next + 1048576
+                        OR f.xid = pg_current_xact_id_if_assigned()::text::bigint
+                        OR pg_visible_in_snapshot(f.xid::text::xid8, s.snapshot)
+                   FROM snap s,
+                        LATERAL (SELECT s.next + ((({{row}}.xmax::text::bigint - s.next) % 4294967296
+                                                   + 6442450944) % 4294967296 - 2147483648)
+                                   AS xid) AS f))
 
 -- fragment: uncapped(row, tenant_room)
 -- The claim's caps: `row`'s channel is not among those this node runs at their window or cap,
@@ -127,6 +156,7 @@ SELECT next.*
            FROM bulkhead.jobs j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
+            AND {{untouched(j)}}
             AND NOT EXISTS (SELECT FROM picked p WHERE p.id = j.id)
           ORDER BY j.scheduled_at, j.id
           LIMIT greatest(least(g.room, $12), 0)
@@ -262,6 +292,11 @@ SELECT next.*
 WITH RECURSIVE flying AS (
   SELECT u.channel_id, u.n, u.win, u.lend
     FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
+), snap AS (
+  -- The statement's snapshot, and the first transaction id it does not see (the fragment
+  -- untouched).
+  SELECT pg_current_snapshot() AS snapshot,
+         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
 ), tenant_flying AS (
   SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), fresh AS (
@@ -327,6 +362,7 @@ WITH RECURSIVE flying AS (
            FROM bulkhead.jobs j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
+            AND {{untouched(j)}}
           ORDER BY j.scheduled_at, j.id
           LIMIT greatest(least(g.room, $2), 0)
             FOR UPDATE SKIP LOCKED) AS next
