@@ -78,7 +78,10 @@
 #                                        # 60,000, over 20 tenants) through 1, 2, 4 and 8 nodes
 #                                        # (ENGINE_BENCH_NODES) sharing 200 workers evenly, side
 #                                        # by side: deliveries/s, PostgreSQL's CPU and WAL per
-#                                        # delivery, lock waits; each against 1 node
+#                                        # delivery, lock waits, the claim's and the result
+#                                        # write's cost (pg_stat_statements); each against 1 node;
+#                                        # with ENGINE_BENCH_BEFORE (a folder with an earlier
+#                                        # build's bulkhead), that node and this one in turn
 #   load/engine_bench.sh caps-cost caps-bind   # modes run in the order given
 #
 # table, shape and fleet run on a cluster of their own with durability on (.run/bench-pg-durable,
@@ -331,27 +334,59 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
     shape)
       "${bench[@]}" shape --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" ;;
     fleet)
+      # With ENGINE_BENCH_BEFORE, every node count runs with that build's node and this one's
+      # in turn (the order swapped at every other count), each on a fresh database, both
+      # measured by this tree's bench; each build's rows are held against its own 1 node.
+      builds=this
+      if [ -n "${ENGINE_BENCH_BEFORE:-}" ]; then
+        builds="before this"
+        this=.run/bench-swap/bulkhead.this
+        mkdir -p .run/bench-swap
+        cp build/bin/bulkhead "$this"
+        on_exit 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead'
+      fi
       fleet_rows=()
+      k=0
       for n in ${ENGINE_BENCH_NODES:-1 2 4 8}; do
-        echo "--- fleet: $n node(s)"
-        out=$("${bench[@]}" throughput --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
-                --channels 20 --workers 200 --nodes "$n")
-        echo "$out"
-        fleet_rows+=("$n $(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out") \
+        order=$builds
+        if [ "$builds" != this ] && ((k++ % 2)); then order="this before"; fi
+        for which in $order; do
+          if [ "$builds" != this ]; then
+            if [ "$which" = before ]; then node="$ENGINE_BENCH_BEFORE/bulkhead"; else node=$this; fi
+            cp "$node" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
+            fresh_database engine_bench
+          fi
+          echo "--- fleet: $n node(s), $which"
+          out=$("${bench[@]}" throughput --database "$db" --jobs "${ENGINE_BENCH_JOBS:-60000}" \
+                  --channels 20 --workers 200 --nodes "$n")
+          echo "$out"
+          fleet_rows+=("$which $n $(sed -n 's/.*s: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$out") \
 $(sed -n 's/.*PostgreSQL CPU per delivery while draining: \([0-9.]*\) ms.*/\1/p' <<<"$out") \
 $(sed -n 's/.*, \([0-9]*\) to claim and record.*/\1/p' <<<"$out") \
 $(sed -n 's/.*waiting for a lock: in \([0-9]* of [0-9]*\) samples.*/\1/p' <<<"$out" | tr ' ' _) \
-$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out")")
+$(sed -n 's/.*load average (1, 5, 15 min) before \([0-9.]*\).*/\1/p' <<<"$out") \
+$(sed -n 's/^  claim: [0-9]* calls, \([0-9.]*\) rows a call, \([0-9.]*\) buffers a row.*, \([0-9.]*\) ms a call.*/\1_\2_\3/p' <<<"$out") \
+$(sed -n 's/^  result write: [0-9]* calls, .*, \([0-9.]*\) ms a call.*/\1/p' <<<"$out")")
+        done
       done
-      summary+=("fleet, durability on: nodes, deliveries/s (x 1 node), PostgreSQL CPU ms per \
-delivery (x 1 node), claim + result WAL bytes per delivery, samples with a lock wait, load before")
-      read -r _ base_rate base_cpu _ <<<"${fleet_rows[0]}"
-      for row in "${fleet_rows[@]}"; do
-        read -r n rate cpu wal locks load <<<"$row"
-        summary+=("$(printf '%2s nodes  %6s/s (%s)  %s ms (%s)  %s B  %s  %s' "$n" "$rate" \
-          "$(awk -v a="$rate" -v b="$base_rate" 'BEGIN {printf "%.2f", a / b}')" "$cpu" \
-          "$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN {printf "%.2f", a / b}')" "$wal" \
-          "${locks//_/ }" "$load")")
+      if [ "$builds" != this ]; then
+        cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
+      fi
+      summary+=("fleet, durability on: build, nodes, deliveries/s (x 1 node), PostgreSQL CPU ms \
+per delivery (x 1 node), claim + result WAL bytes per delivery, samples with a lock wait, load \
+before, claim rows a call / buffers a row / ms a call, result write ms a call")
+      for build in $builds; do
+        base_rate='' base_cpu=''
+        for row in "${fleet_rows[@]}"; do
+          read -r which n rate cpu wal locks load claim result <<<"$row"
+          [ "$which" = "$build" ] || continue
+          [ -n "$base_rate" ] || { base_rate=$rate; base_cpu=$cpu; }
+          summary+=("$(printf '%-6s %2s nodes  %6s/s (%s)  %s ms (%s)  %s B  %s  %s  %s  %s ms' \
+            "$which" "$n" "$rate" \
+            "$(awk -v a="$rate" -v b="$base_rate" 'BEGIN {printf "%.2f", a / b}')" "$cpu" \
+            "$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN {printf "%.2f", a / b}')" "$wal" \
+            "${locks//_/ }" "$load" "${claim//_/ \/ }" "$result")")
+        done
       done ;;
     isolation)
       "${bench[@]}" isolation --database "$db" --workers 20 --shares 0.5,1

@@ -21,6 +21,7 @@
 #include "node_process.h"
 #include "process_usage.h"
 #include "schema_reset.h"
+#include "statement_cost.h"
 
 namespace bulkhead::bench {
 
@@ -63,6 +64,7 @@ int Throughput(const EngineArgs& args) {
   // checkpoints they cause, in WAL and in the server's CPU.
   const int64_t wal_before_drain = WalPosition(conn);
   const double server_cpu_before = testing::ReadServerCpu(postmaster);
+  ResetStatementCosts(conn);
 
   const std::string load_before = LoadAverage();
   // --nodes N: N nodes of workers / N each, so that the fleet's slots add up to the same.
@@ -119,6 +121,7 @@ int Throughput(const EngineArgs& args) {
   const double server_cpu = testing::ReadServerCpu(postmaster) - server_cpu_before;
   const int64_t wal_drain = WalPosition(conn) - wal_before_drain;
   const std::string load_after = LoadAverage();
+  const StatementCost claim = ClaimCost(conn), result_write = ResultWriteCost(conn);
   for (auto& node : nodes) node->Signal(SIGTERM);
   std::string claims;
   for (auto& node : nodes) {
@@ -169,6 +172,9 @@ int Throughput(const EngineArgs& args) {
       static_cast<double>(wal_enqueue) / args.jobs, static_cast<double>(wal_drain) / args.jobs,
       1000.0 * server_cpu / args.jobs, server_cpu, claims.c_str(), args.old_secrets,
       load_before.c_str(), load_after.c_str());
+  // Every node's claims and result writes together; ms a call includes waits for locks.
+  PrintCost("claim", claim);
+  PrintCost("result write", result_write);
   return completed == args.jobs ? 0 : 1;
 }
 

@@ -18,6 +18,7 @@
 #include "process_usage.h"
 #include "schema_reset.h"
 #include "shipped_tier.h"
+#include "statement_cost.h"
 
 namespace bulkhead::bench {
 namespace {
@@ -26,20 +27,6 @@ using testing::HttpReceiver;
 using testing::LoopbackNetworks;
 using testing::NodeProcess;
 using Clock = std::chrono::steady_clock;
-
-// What PostgreSQL spent on one statement during a drain (pg_stat_statements).
-struct StatementCost {
-  int64_t calls = 0;
-  int64_t rows = 0;
-  double buffers = 0;                 // shared blocks hit + read
-  double read = 0;                    // of those, read from the kernel (not in shared buffers)
-  double wal_bytes = 0, wal_fpi = 0;  // WAL written, and the full-page images in it
-  double ms = 0;                      // execution time, all calls
-  double RowsPerCall() const { return calls > 0 ? double(rows) / double(calls) : 0; }
-  double BuffersPerRow() const { return rows > 0 ? buffers / double(rows) : 0; }
-  double PerRow(double total) const { return rows > 0 ? total / double(rows) : 0; }
-  double MsPerCall() const { return calls > 0 ? ms / double(calls) : 0; }
-};
 
 struct Drained {
   std::string label;
@@ -55,28 +42,6 @@ struct Drained {
   std::string load_before, load_after;
   double PerSecond() const { return seconds > 0 ? double(delivered) / seconds : 0; }
 };
-
-// The statements by their text's start (pg_stat_statements keeps the prepared text).
-StatementCost CostOf(pqxx::connection& conn, const std::string& like) {
-  pqxx::work tx(conn);
-  pqxx::row row = tx.exec_params1(
-      "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(rows), 0)::bigint,"
-      "       coalesce(sum(shared_blks_hit + shared_blks_read), 0)::float8,"
-      "       coalesce(sum(total_exec_time), 0)::float8,"
-      "       coalesce(sum(shared_blks_read), 0)::float8,"
-      "       coalesce(sum(wal_bytes), 0)::float8, coalesce(sum(wal_fpi), 0)::float8"
-      "  FROM pg_stat_statements WHERE query LIKE $1",
-      like);
-  StatementCost cost;
-  cost.calls = row[0].as<int64_t>();
-  cost.rows = row[1].as<int64_t>();
-  cost.buffers = row[2].as<double>();
-  cost.ms = row[3].as<double>();
-  cost.read = row[4].as<double>();
-  cost.wal_bytes = row[5].as<double>();
-  cost.wal_fpi = row[6].as<double>();
-  return cost;
-}
 
 // Jobs completed since `since` (the database's clock). Counted by finish time, not as all the
 // completed rows: the leader prunes the history's oldest rows (a week's retention) meanwhile.
@@ -109,9 +74,9 @@ Drained Drain(const std::string& database, pqxx::connection& conn, const std::st
   d.expected = expected;
   const std::string since = pqxx::work(conn).exec1("SELECT now()::text")[0].as<std::string>();
   const std::string autovacuum_before = LastAutovacuum(conn);
+  ResetStatementCosts(conn);
   {
     pqxx::nontransaction tx(conn);
-    tx.exec("SELECT pg_stat_statements_reset()");
     // The watch below reads the partial indexes only, whatever the statistics say.
     tx.exec("SET enable_seqscan = off");
     tx.exec("SET enable_bitmapscan = off");
@@ -145,10 +110,8 @@ Drained Drain(const std::string& database, pqxx::connection& conn, const std::st
   node.Signal(SIGTERM);
   node.Wait(std::chrono::seconds(30));
   d.delivered = CompletedSince(conn, since);
-  d.claim = CostOf(conn, "WITH RECURSIVE flying AS%");
-  d.record = CostOf(conn,
-                    "UPDATE bulkhead.jobs AS j%jsonb_to_recordset($1::jsonb) AS r(id bigint, "
-                    "attempt smallint, delivered boolean%");
+  d.claim = ClaimCost(conn);
+  d.record = ResultWriteCost(conn);
   d.autovacuumed = LastAutovacuum(conn) != autovacuum_before;
   return d;
 }
@@ -277,14 +240,6 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
 void Analyze(pqxx::connection& conn) {
   pqxx::nontransaction tx(conn);
   tx.exec("ANALYZE bulkhead.jobs");
-}
-
-void PrintCost(const char* name, const StatementCost& c) {
-  std::printf(
-      "  %s: %lld calls, %.1f rows a call, %.1f buffers a row (%.2f read from the kernel), "
-      "%.2f ms a call, %.0f WAL bytes a row (%.3f full-page images)\n",
-      name, static_cast<long long>(c.calls), c.RowsPerCall(), c.BuffersPerRow(), c.PerRow(c.read),
-      c.MsPerCall(), c.PerRow(c.wal_bytes), c.PerRow(c.wal_fpi));
 }
 
 void PrintDrain(const Drained& d) {
