@@ -1,5 +1,5 @@
 // Claims of several nodes on one database against real PostgreSQL: a claim never locks a row
-// that another node took after the claim's snapshot was taken (claim_store.sql, the fragment
+// that another node took after the claim's snapshot was taken (claim_fragments.sql, the fragment
 // untouched), so the other node's result write for that row never waits for it.
 //
 // A READ COMMITTED claim cannot be stopped between its snapshot and its locks, so the tests

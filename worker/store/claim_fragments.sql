@@ -1,0 +1,162 @@
+-- The parts of the claim statement (claim_store.sql, `-- name: Claim`), kept apart so that each
+-- file reads in one sitting: its windows and their lock step, the check before every lock
+-- (untouched), the caps, the skip scan's step, the lending and the old secrets of a claimed
+-- row. Fragments only (format: claim_store.sql, named_queries.cmake); every statement that uses
+-- them is in claim_store.sql.
+
+-- fragment: old_secrets
+-- The old secrets of a claimed row's channel (the CTE `claimed`) that are still in their
+-- rotation window, newest retired first, space-separated (secrets contain no space); NULL when
+-- there is none (migration 0004, ADR 0008). The gate `old_secrets_until > now()` is a column of
+-- the row the claim already has: PostgreSQL evaluates a CASE branch only when it is taken, so
+-- the lookup (channel_secrets_pkey) runs only for claimed rows of a channel in a rotation, and a
+-- fleet that never rotates pays one NULL column. The sub-select's own `expires_at > now()`
+-- drops secrets whose window ended even before the leader prunes them.
+CASE WHEN claimed.old_secrets_until > now() THEN
+  (SELECT string_agg(s.secret, ' ' ORDER BY s.retired_at DESC, s.secret)
+     FROM bulkhead.channel_secrets s
+    WHERE s.channel_id = claimed.channel_id AND s.expires_at > now()) END
+
+-- fragment: claim_window(priority, gate)
+-- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
+-- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + $14 of them
+-- (the look-ahead $14: 1,000, or 10 after a claim whose windows kept nothing; see Claim).
+-- Those of a channel at its window or cap, or of a tenant past half its cap with less room than
+-- the limit $2, are left out after the window (the skip scan takes such a tenant, up to its
+-- room); the rest are locked one by one (FOR UPDATE SKIP LOCKED, in a LATERAL) until there are
+-- $2.
+--
+-- The lock step reaches each row by its ctid, the version the window's scan just read: a TID
+-- scan, one heap page a row, which no statistics can turn into anything else. By `id` it was
+-- planned through the primary key or through jobs_claim, whichever the statistics made look
+-- cheaper, and with statistics taken when the table held no available row (a big table of
+-- finished jobs, re-analyzed only after a tenth of it changes) jobs_claim won: the whole
+-- queue's available range read once per row, 360 buffers and 1.3 ms a row beside 1,000,000
+-- finished jobs (issue 34). A row updated since the statement's snapshot (another node claimed
+-- it, a snooze moved it) has a newer version elsewhere; the fragment untouched leaves it before
+-- the lock, which would follow the update chain and lock the newest version. Were it ever
+-- locked, the recheck of `ctid = w.ctid` on that version would fail and skip it all the same
+-- (tried with a concurrent update committed between a scan and its lock). So every row locked
+-- here is the version the snapshot saw, unchanged, and its ctid is where the claim's update
+-- reaches it, the same way.
+SELECT d.*
+    FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+           WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
+             AND k.scheduled_at <= now()
+             AND {{gate}}
+           ORDER BY k.scheduled_at, k.id
+           LIMIT $2 + $14::int) AS w
+   CROSS JOIN LATERAL (
+         SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
+           FROM bulkhead.jobs j
+          WHERE j.ctid = w.ctid AND j.state = 'available' AND {{untouched(j)}}
+            FOR UPDATE SKIP LOCKED) AS d
+   WHERE {{uncapped(w, least($2, ($9 + 1) / 2))}}
+   LIMIT $2
+
+-- fragment: untouched(row)
+-- `row` (a job the claim is about to lock) has not been changed or locked by a transaction that
+-- the statement's snapshot does not see: its xmax is 0, or a transaction the snapshot sees as
+-- ended (a claim that locked the row and left it), or this statement's own. A row that fails is
+-- left for the next claim, which has a newer snapshot.
+--
+-- Why (issue 30, goal 4). When another node claimed a row after this statement's snapshot was
+-- taken, the version the claim found is no longer the newest. FOR UPDATE in READ COMMITTED then
+-- follows the update chain, locks the newest version (the other node's `executing` row), rechecks
+-- the conditions, which fail, and skips it, but keeps the lock until the statement ends. The
+-- other node's result write for that row waited for it: with 8 nodes on one database the result
+-- write took 67 ms a call instead of 4, a lock wait in 172 of 208 samples
+-- (`load/engine_bench.sh fleet`). Nothing in SQL locks a version without following its chain,
+-- so the claim looks first: the row's xmax, placed in the snapshot's epoch (`snap`), must be
+-- visible to the snapshot. A row locked by a claim still running is left here too, which SKIP
+-- LOCKED would have done. An xmax that is a MultiXact id (two lockers at once, which no statement
+-- on jobs makes today) is read as a transaction id; beyond 2^20 ahead of the snapshot it counts
+-- as untouched, so at worst such a row waits until the transaction ids pass it, and the lock's
+-- own SKIP LOCKED still decides whether it is taken.
+({{row}}.xmax = '0'::xid
+             OR (SELECT f.xid < 0 OR f.xid >= s.next + 1048576
+                        OR f.xid = pg_current_xact_id_if_assigned()::text::bigint
+                        OR pg_visible_in_snapshot(f.xid::text::xid8, s.snapshot)
+                   FROM snap s,
+                        LATERAL (SELECT s.next + ((({{row}}.xmax::text::bigint - s.next) % 4294967296
+                                                   + 6442450944) % 4294967296 - 2147483648)
+                                   AS xid) AS f))
+
+-- fragment: uncapped(row, tenant_room)
+-- The claim's caps: `row`'s channel is not among those this node runs at their window or cap,
+-- nor its tenant among those with less than `tenant_room` left below their cap (the CTEs flying
+-- and tenant_flying, from $4–$7 and $10, against the caps $8 and $9). A channel at its window
+-- may take nothing more, so its rows are not locked either. The skip scan passes 1 (a tenant at
+-- its cap is left out), the windows the limit or half the cap, whichever is less (so is a
+-- tenant past half its cap that could not take a whole claim; see Claim).
+{{row}}.channel_id <> ALL(ARRAY(SELECT channel_id FROM flying
+                                         WHERE n >= least(coalesce(win, $11), $8)))
+             AND {{row}}.tenant_id <> ALL(ARRAY(SELECT tenant_id FROM tenant_flying
+                                                 WHERE $9 - n < {{tenant_room}}))
+
+-- fragment: within_caps(rows)
+-- The rows of the CTE `rows` (id, channel_id, tenant_id, priority, scheduled_at, ctid) that the caps
+-- let one claim take: ranked per channel and per tenant in claim order after what this node
+-- already runs (flying, tenant_flying), at most each channel's window ($10, or the first
+-- window $11 for a channel not in flight here) and cap ($8), and each tenant's cap ($9).
+SELECT r.*
+    FROM (SELECT c.*,
+                 row_number() OVER (PARTITION BY c.channel_id
+                                    ORDER BY c.priority, c.scheduled_at, c.id)
+                   + coalesce(f.n, 0) AS channel_n,
+                 row_number() OVER (PARTITION BY c.tenant_id
+                                    ORDER BY c.priority, c.scheduled_at, c.id)
+                   + coalesce(t.n, 0) AS tenant_n,
+                 least(coalesce(f.win, $11), $8) AS channel_room
+            FROM {{rows}} c
+            LEFT JOIN flying f ON f.channel_id = c.channel_id
+            LEFT JOIN tenant_flying t ON t.tenant_id = c.tenant_id) AS r
+   WHERE r.channel_n <= r.channel_room AND r.tenant_n <= $9
+
+-- fragment: next_head(after)
+-- The skip scan's step (Claim's CTE heads): the first available job, in jobs_channel_available's
+-- order, whose (channel, priority) comes after `after` (a row comparison, so one index descent
+-- skips a whole backlog, however long); the first of all when `after` is the lowest pair.
+SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
+           FROM bulkhead.jobs h
+          WHERE h.state = 'available' AND (h.channel_id, h.priority) > {{after}}
+          ORDER BY h.channel_id, h.priority, h.scheduled_at, h.id
+          LIMIT 1
+
+-- fragment: lend
+-- The claim's lending (ADR 0013, docs/caps.md). When what the caps let through (picked) leaves
+-- the lending budget $12 unspent, the due jobs not picked of channels the runner lends to
+-- ($13: a lend window for each channel of $4, 0 for none) are taken in turns, each channel up
+-- to its lend window less what it has in flight and was picked, until the claim has lent $12
+-- less what it picked. All that is left after the picks is what the caps held back. The
+-- runner lends only to channels that have answered quickly (a grown window) and are not
+-- failing, and passes the budget as its free slots less the reserve: lent jobs never take the
+-- slots the reserve keeps for everyone else, and the caps bind again at the next claim once
+-- anyone else has due work, since theirs is picked first. The heads exist only when the
+-- windows fell short and something was held back, which a channel or tenant at its cap always
+-- is. Rows the windows locked and the caps left are this statement's own locks, which SKIP
+-- LOCKED does not skip: the NOT EXISTS keeps them from being taken twice.
+SELECT next.*
+    FROM (SELECT h.channel_id, h.priority,
+                 coalesce((SELECT f.lend - f.n FROM flying f WHERE f.channel_id = h.channel_id),
+                          0)
+                   - (SELECT count(*) FROM picked p WHERE p.channel_id = h.channel_id) AS room,
+                 row_number() OVER (PARTITION BY h.tenant_id, h.priority
+                                    ORDER BY h.scheduled_at, h.channel_id) AS turn,
+                 h.scheduled_at
+            FROM heads h
+           WHERE $12 > (SELECT count(*) FROM picked)
+             AND h.queue = $1 AND h.scheduled_at <= now()
+           ORDER BY h.priority, turn, h.scheduled_at, h.channel_id
+           LIMIT $12) AS g
+   CROSS JOIN LATERAL (
+         SELECT j.id, j.ctid
+           FROM bulkhead.jobs j
+          WHERE j.channel_id = g.channel_id AND j.state = 'available'
+            AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
+            AND {{untouched(j)}}
+            AND NOT EXISTS (SELECT FROM picked p WHERE p.id = j.id)
+          ORDER BY j.scheduled_at, j.id
+          LIMIT greatest(least(g.room, $12), 0)
+            FOR UPDATE SKIP LOCKED) AS next
+   LIMIT greatest($12 - (SELECT count(*) FROM picked), 0)
