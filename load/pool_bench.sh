@@ -43,9 +43,13 @@ chmod 755 "$work"
 sock=$(sed -n 's/.*host=\([^ ]*\).*/\1/p' <<<"$conn")
 pgport=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$conn")  # empty: libpq's 5432
 user=$(sed -n 's/.*user=\([^ ]*\).*/\1/p' <<<"$conn")
-bouncer_port=$((20000 + RANDOM % 20000))
 echo "\"${user:-postgres}\" \"\"" >"$work/users.txt"
-cat >"$work/pgbouncer.ini" <<INI
+# A port below Linux's ephemeral range (32768 and up), where the last run's TIME_WAIT client
+# sockets (the nodes' requests to the mock) can hold a port PgBouncer would fail to listen on;
+# and another one if it fails all the same (up to 5 tries).
+for ((try = 1; try <= 5; try++)); do
+  bouncer_port=$((20000 + RANDOM % 12000))
+  cat >"$work/pgbouncer.ini" <<INI
 [databases]
 * = host=$sock${pgport:+ port=$pgport}
 [pgbouncer]
@@ -58,8 +62,19 @@ logfile = $work/pgbouncer.log
 pidfile = $work/pgbouncer.pid
 pool_mode = transaction
 INI
-chown -R postgres "$work"
-runuser -u postgres -- /usr/sbin/pgbouncer -d "$work/pgbouncer.ini"
+  chown -R postgres "$work"
+  runuser -u postgres -- /usr/sbin/pgbouncer -d "$work/pgbouncer.ini" || true
+  for ((i = 0; i < 30; i++)); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$bouncer_port") 2>/dev/null && break 2
+    sleep 0.1
+  done
+  kill "$(cat "$work/pgbouncer.pid" 2>/dev/null)" 2>/dev/null || true
+done
+if [ "$try" -gt 5 ]; then
+  tail -n 5 "$work/pgbouncer.log" >&2
+  echo "$load_script: PgBouncer did not start in 5 tries; see above" >&2
+  exit 1
+fi
 on_exit "kill \$(cat '$work/pgbouncer.pid') 2>/dev/null"
 
 mock_pid=
