@@ -213,6 +213,22 @@ rotation_side_by_side() {
   summary+=("$label: one old secret ${one[*]} -> median $m1; none ${none[*]} -> median $m0; one/none $ratio")
 }
 
+# The node the benches start is build/bin/bulkhead (each bench binary has its path built in), so
+# comparing builds means swapping that file. use_node PATH copies PATH there, moved into place
+# whole; keep_this_node sets this build's node aside ($this), once, and puts it back however the
+# script ends.
+this=.run/bench-swap/bulkhead.this
+this_kept=0
+use_node() { cp "$1" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead; }
+keep_this_node() {
+  [ "$this_kept" = 1 ] && return
+  mkdir -p .run/bench-swap
+  cp build/bin/bulkhead "$this"
+  # shellcheck disable=SC2016  # expanded when the script exits
+  on_exit 'use_node "$this"'
+  this_kept=1
+}
+
 # binary_swap KIND LABEL ARGS…: `bulkhead-load engine KIND ARGS…` with the earlier build
 # (ENGINE_BENCH_BEFORE) and this one in turn, ENGINE_BENCH_PAIRS (3) times each, the order
 # swapped every other pair, on a database made afresh for each run; build/bin/bulkhead is put
@@ -221,10 +237,7 @@ rotation_side_by_side() {
 binary_swap() {
   local before=${ENGINE_BENCH_BEFORE:?binary-swap needs ENGINE_BENCH_BEFORE=DIR}
   local kind=$1 label=$2; shift 2
-  this=.run/bench-swap/bulkhead.this
-  mkdir -p .run/bench-swap
-  cp build/bin/bulkhead "$this"
-  on_exit 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead'
+  keep_this_node
   # The earlier build's bench: bulkhead-load's engine mode, or the bulkhead-engine-bench of a
   # build from before the benches became its modes.
   local before_runner=("$before/bulkhead-load" engine)
@@ -238,7 +251,7 @@ binary_swap() {
       else
         node="$this" runner=("${bench[@]}")
       fi
-      cp "$node" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
+      use_node "$node"
       fresh_database engine_bench
       echo "--- $label, pair $i, $which"
       out=$("${runner[@]}" "$kind" --database "$db" "$@")
@@ -256,7 +269,7 @@ binary_swap() {
       summary+=("$label  pair $i  $which  $figure $unit  load $load")
     done
   done
-  cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
+  use_node "$this"
   local mo mn ratio
   mo=$(median "${old[@]}")
   mn=$(median "${new[@]}")
@@ -340,10 +353,7 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
       builds=this
       if [ -n "${ENGINE_BENCH_BEFORE:-}" ]; then
         builds="before this"
-        this=.run/bench-swap/bulkhead.this
-        mkdir -p .run/bench-swap
-        cp build/bin/bulkhead "$this"
-        on_exit 'cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead'
+        keep_this_node
       fi
       fleet_rows=()
       k=0
@@ -353,7 +363,7 @@ ${ENGINE_BENCH_BACKGROUND:-300000})" --rate "${ENGINE_BENCH_RATE:-50}" \
         for which in $order; do
           if [ "$builds" != this ]; then
             if [ "$which" = before ]; then node="$ENGINE_BENCH_BEFORE/bulkhead"; else node=$this; fi
-            cp "$node" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
+            use_node "$node"
             fresh_database engine_bench
           fi
           echo "--- fleet: $n node(s), $which"
@@ -369,9 +379,7 @@ $(sed -n 's/^  claim: [0-9]* calls, \([0-9.]*\) rows a call, \([0-9.]*\) buffers
 $(sed -n 's/^  result write: [0-9]* calls, .*, \([0-9.]*\) ms a call.*/\1/p' <<<"$out")")
         done
       done
-      if [ "$builds" != this ]; then
-        cp "$this" build/bin/bulkhead.swap && mv -f build/bin/bulkhead.swap build/bin/bulkhead
-      fi
+      [ "$builds" = this ] || use_node "$this"
       summary+=("fleet, durability on: build, nodes, deliveries/s (x 1 node), PostgreSQL CPU ms \
 per delivery (x 1 node), claim + result WAL bytes per delivery, samples with a lock wait, load \
 before, claim rows a call / buffers a row / ms a call, result write ms a call")
