@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# wal_life.sh — what one delivery costs PostgreSQL over its whole life, phase by phase, and in
+# which WAL records (issue 30, goal 3: at most 600 bytes of WAL for a 100-byte payload).
+#
+#   load/wal_life.sh          # WAL_LIFE_JOBS (20000) deliveries over WAL_LIFE_CHANNELS (1000)
+#   WAL_LIFE_SQL="ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" load/wal_life.sh
+#                             # the same after SQL of one's own: an option tried on the schema
+#
+# One freshly migrated database on the durable embedded PostgreSQL (.run/bench-pg-durable:
+# fsync, synchronous_commit and full_page_writes on), one tenant per channel, a 100-byte
+# payload. Autovacuum is off for bulkhead.jobs so that each vacuum falls in a phase of its own.
+# The phases (a CHECKPOINT before the first and before the prune: a delivery is enqueued,
+# claimed and finished within seconds, one checkpoint cycle, but pruned a week later, when the
+# first change to each page after a checkpoint logs the whole page):
+#   enqueue      pgbench, 16 clients, SELECT bulkhead.enqueue(channel, payload), one per
+#                transaction: the application's commits
+#   drain        one `bulkhead run` node (shipped tiers, build/bin/bulkhead) delivers every job
+#                to bulkhead-mock (/hook/fast): the claims, the result writes, and the node's
+#                own upkeep while it runs (heartbeat, samples)
+#   vacuum       VACUUM bulkhead.jobs: the versions the claim and the result left
+#   prune        the leader's PruneFinished statement with a retention of 0, in its batches of
+#                1,000, until none is left
+#   vacuum       again: the deleted rows
+# For each phase it prints the WAL bytes per delivery (pg_current_wal_lsn() around it), of them
+# the full-page images, PostgreSQL's CPU per delivery (the postmaster and every process under
+# it), and the WAL record types that make up at least 2 % of the phase (pg_waldump --stats),
+# each in bytes per delivery. The load average is printed before and after.
+# shellcheck source=load/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+jobs=$(knob WAL_LIFE_JOBS 20000 count)
+channels=$(knob WAL_LIFE_CHANNELS 1000 count)
+
+load_setup
+pg_start .run/bench-pg-durable 1
+data_dir=${conn#host=}
+data_dir=${data_dir%% *}/data
+# A root-run cluster may live elsewhere (embedded_postgres.sh maps DIR); ask the server.
+data_dir=$(psql "$conn" -At -c "SHOW data_directory" 2>/dev/null || echo "$data_dir")
+fresh_database wal_life
+db=$(db_conn wal_life)
+build/bin/bulkhead migrate up --database "$db" >/dev/null
+psql "$db" <<SQL
+ALTER TABLE bulkhead.jobs SET (autovacuum_enabled = off);
+INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, $channels) g;
+INSERT INTO bulkhead.channels (tenant_id, url)
+  SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
+SQL
+[ -z "${WAL_LIFE_SQL:-}" ] || psql "$db" -c "$WAL_LIFE_SQL"
+
+# A JSON object whose text is exactly 100 bytes.
+payload='{"type": "message.created", "conversation": 7, "text": "'
+payload+=$(printf 'x%.0s' $(seq $((100 - ${#payload} - 2))))'"}'
+[ ${#payload} -eq 100 ] || usage_error "the payload is ${#payload} bytes, not 100"
+
+work=.run/wal-life
+mkdir -p "$work"
+postmaster=$(head -n1 "$data_dir/postmaster.pid")
+
+# server_cpu: seconds of CPU the postmaster and its processes have used, including the ones
+# that have exited (the postmaster's cutime and cstime).
+server_cpu() {
+  local ticks
+  # cat, not awk on the files: a process that exits between the glob and the read is skipped.
+  ticks=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$postmaster" '
+      {
+        pid = $1
+        sub(/^.*\) /, "")          # the fields after the command name: state is $1, ppid $2
+        if (pid == pm) t += $12 + $13 + $14 + $15
+        else if ($2 == pm) t += $12 + $13
+      }
+      END { print t + 0 }')
+  awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", t / hz}'
+}
+lsn() { psql "$db" -At -c "SELECT pg_current_wal_lsn()"; }
+
+# phase NAME COMMAND…: runs COMMAND between two LSNs and prints what it cost per delivery.
+declare -a summary
+phase() {
+  local name=$1 start end cpu0 cpu1 bytes fpi
+  shift
+  case $name in enqueue|prune) psql "$db" -c CHECKPOINT ;; esac
+  start=$(lsn)
+  cpu0=$(server_cpu)
+  "$@"
+  cpu1=$(server_cpu)
+  end=$(lsn)
+  local stats
+  stats=$("$pg_bindir/pg_waldump" --path="$data_dir/pg_wal" --start="$start" --end="$end" \
+            --stats=record 2>/dev/null || true)
+  bytes=$(psql "$db" -At -c "SELECT pg_wal_lsn_diff('$end', '$start')")
+  # pg_waldump's table, its percentages dropped: Type N Record FPI Combined.
+  stats=$(sed -e 's/([^)]*)//g' -e 's/\[[^]]*\]//g' <<<"$stats")
+  fpi=$(awk '$1 == "Total" {print $4}' <<<"$stats")
+  printf '%s: %.0f WAL bytes a delivery (full-page images %.0f), PostgreSQL CPU %.3f ms a delivery\n' \
+    "$name" "$(awk -v b="$bytes" -v n="$jobs" 'BEGIN {print b / n}')" \
+    "$(awk -v b="${fpi:-0}" -v n="$jobs" 'BEGIN {print b / n}')" \
+    "$(awk -v a="$cpu0" -v b="$cpu1" -v n="$jobs" 'BEGIN {print 1000 * (b - a) / n}')"
+  awk -v n="$jobs" -v all="$bytes" '
+      $1 ~ /\// && $5 >= 0.02 * all {
+        printf "    %-28s %8d records  %7.1f bytes a delivery (images %.1f)\n", $1, $2, $5 / n, $4 / n
+      }' <<<"$stats"
+  summary+=("$name $(awk -v b="$bytes" -v n="$jobs" 'BEGIN {printf "%.0f", b / n}') \
+$(awk -v b="${fpi:-0}" -v n="$jobs" 'BEGIN {printf "%.0f", b / n}') \
+$(awk -v a="$cpu0" -v b="$cpu1" -v n="$jobs" 'BEGIN {printf "%.3f", 1000 * (b - a) / n}')")
+}
+
+enqueue() {
+  local script=$work/enqueue.sql
+  printf '\\set ch random(1, %s)\nSELECT bulkhead.enqueue(:ch, %s);\n' "$channels" \
+    "'$payload'" >"$script"
+  "$pg_bindir/pgbench" -n -c 16 -j 2 -t $((jobs / 16)) -f "$script" "$db" >/dev/null
+  local extra=$((jobs - jobs / 16 * 16))
+  [ "$extra" -eq 0 ] || "$pg_bindir/pgbench" -n -c "$extra" -t 1 -f "$script" "$db" >/dev/null
+}
+
+drain() {
+  rm -f "$work/mock.port"
+  build/bin/bulkhead-mock --listen 127.0.0.1:0 --port-file "$work/mock.port" \
+    >"$work/mock.log" 2>&1 &
+  local mock_pid=$!
+  for _ in $(seq 100); do [ -s "$work/mock.port" ] && break; sleep 0.1; done
+  psql "$db" -c "UPDATE bulkhead.channels
+                    SET url = 'http://127.0.0.1:$(cat "$work/mock.port")/hook/fast'"
+  local sock=${db#host=}
+  sock=${sock%% *}
+  cat >"$work/node.json" <<JSON
+{"node": "wal-life", "database": "postgresql://bulkhead@/wal_life?host=$sock",
+ "tiers_dir": "$PWD/tiers", "tiers": ["default"], "allowed_networks": ["127.0.0.0/8"]}
+JSON
+  build/bin/bulkhead run --config "$work/node.json" >"$work/node.log" 2>&1 &
+  local node_pid=$! left
+  for _ in $(seq 1200); do
+    left=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE state <> 'completed'")
+    [ "$left" -eq 0 ] && break
+    sleep 0.5
+  done
+  stop_pid "$node_pid" "the node"
+  stop_pid "$mock_pid" "bulkhead-mock"
+  [ "$left" -eq 0 ] || { echo "$load_script: $left deliveries not completed in 10 minutes" >&2; exit 1; }
+}
+
+vacuum() { psql "$db" -c "VACUUM bulkhead.jobs"; }
+
+prune() {
+  # shellcheck source=load/statement.sh
+  source load/statement.sh
+  local sql pruned
+  sql=$(statement prune_finished)
+  [ -n "$sql" ] || { echo "$load_script: the build has no prune_finished statement" >&2; exit 1; }
+  while :; do
+    pruned=$(psql "$db" -At -c "PREPARE prune (double precision, bigint) AS $sql" \
+               -c "EXECUTE prune(0, 1000)" -c '\echo :ROW_COUNT')
+    [ "${pruned:-0}" -gt 0 ] || break
+  done
+}
+
+echo "load/wal_life.sh: $jobs deliveries over $channels channels, a ${#payload}-byte payload,"\
+  "durability on (fsync $(psql "$db" -At -c "SHOW fsync"), synchronous_commit"\
+  "$(psql "$db" -At -c "SHOW synchronous_commit"), full_page_writes"\
+  "$(psql "$db" -At -c "SHOW full_page_writes")); load before: $(load_average all)"
+phase enqueue enqueue
+psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+  -c "SELECT pg_stat_statements_reset()" >/dev/null
+phase drain drain
+echo "  the drain's statements by WAL (pg_stat_statements; the first words of each):"
+psql "$db" -At -F ' ' -c "
+  SELECT format('    %8s calls %7s rows %7s WAL records a delivery %6s bytes a delivery: %s',
+                calls, rows, round(wal_records::numeric / $jobs, 2),
+                round(wal_bytes / $jobs, 1),
+                left(regexp_replace(query, '\s+', ' ', 'g'), 60))
+    FROM pg_stat_statements
+   WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+     AND wal_bytes >= $jobs
+   ORDER BY wal_bytes DESC"
+phase vacuum vacuum
+phase prune prune
+phase vacuum_after_prune vacuum
+echo "load after: $(load_average all)"
+echo
+printf '%-20s %12s %10s %12s\n' phase WAL/delivery of_images CPU_ms/delivery
+total_wal=0 total_cpu=0
+for row in "${summary[@]}"; do
+  read -r name wal fpi cpu <<<"$row"
+  printf '%-20s %12s %10s %12s\n' "$name" "$wal" "$fpi" "$cpu"
+  total_wal=$((total_wal + wal))
+  total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN {print a + b}')
+done
+printf '%-20s %12s %10s %12.3f\n' "whole life" "$total_wal" "" "$total_cpu"
