@@ -5,10 +5,22 @@
 #   load/wal_life.sh          # WAL_LIFE_JOBS (20000) deliveries over WAL_LIFE_CHANNELS (1000)
 #   WAL_LIFE_SQL="ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" load/wal_life.sh
 #                             # the same after SQL of one's own: an option tried on the schema
+#   WAL_LIFE_SHAPE=production load/wal_life.sh
+#                             # production's shape: beside a week of finished deliveries, over
+#                             # many small tenants and a few busy ones, two nodes draining while
+#                             # the application enqueues
 #
 # One freshly migrated database on the durable embedded PostgreSQL (.run/bench-pg-durable:
 # fsync, synchronous_commit and full_page_writes on), one tenant per channel, a 100-byte
 # payload. Autovacuum is off for bulkhead.jobs so that each vacuum falls in a phase of its own.
+# WAL_LIFE_SHAPE=production changes four things:
+#   - the table first holds WAL_LIFE_HISTORY (1,000,000) deliveries finished over the past week
+#     (written with the triggers off, vacuumed, analyzed and checkpointed);
+#   - channels are 10 busy tenants and WAL_LIFE_CHANNELS (10,000) tenants of one channel each,
+#     half the deliveries to each group;
+#   - WAL_LIFE_NODES (2) nodes run while pgbench enqueues: one phase, enqueue_and_drain, from the
+#     first enqueue to the last delivery;
+#   - the prune deletes the week-old rows, as many as the burst, oldest first.
 # The phases (a CHECKPOINT before the first and before the prune: a delivery is enqueued,
 # claimed and finished within seconds, one checkpoint cycle, but pruned a week later, when the
 # first change to each page after a checkpoint logs the whole page):
@@ -29,7 +41,15 @@
 source "$(dirname "$0")/lib.sh"
 
 jobs=$(knob WAL_LIFE_JOBS 20000 count)
-channels=$(knob WAL_LIFE_CHANNELS 1000 count)
+shape=${WAL_LIFE_SHAPE:-lab}
+case $shape in
+  lab) channels=$(knob WAL_LIFE_CHANNELS 1000 count); history=0; nodes=1 ;;
+  production)
+    channels=$(( $(knob WAL_LIFE_CHANNELS 10000 count) + 10 ))
+    history=$(knob WAL_LIFE_HISTORY 1000000 count0)
+    nodes=$(knob WAL_LIFE_NODES 2 count) ;;
+  *) usage_error "WAL_LIFE_SHAPE must be lab or production, not '$shape'" ;;
+esac
 
 load_setup
 pg_start .run/bench-pg-durable 1
@@ -47,6 +67,23 @@ INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
 SQL
 [ -z "${WAL_LIFE_SQL:-}" ] || psql "$db" -c "$WAL_LIFE_SQL"
+if [ "$history" -gt 0 ]; then
+  # A week of finished deliveries, oldest first, as the engine leaves them.
+  psql "$db" <<SQL
+SET session_replication_role = replica;
+INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, state, payload, attempt, created_at,
+                           scheduled_at, attempted_at, attempted_by, finished_at, attempts)
+SELECT 'default', c.tenant_id, c.id, 'completed',
+       jsonb_build_object('n', g, 'text', 'a message of about a hundred bytes, like an order'),
+       1, f.at, f.at, f.at, 'history', f.at,
+       jsonb_build_array(jsonb_build_object('attempt', 1, 'at', f.at, 'node', 'history',
+                                            'duration_ms', 21.5, 'status', 200))
+  FROM generate_series(1, $history) g
+  JOIN bulkhead.channels c ON c.id = 1 + g % $channels
+ CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (1 - g::float8 / $history)) AS f(at);
+SQL
+  psql "$db" -c "VACUUM ANALYZE bulkhead.jobs"
+fi
 
 # A JSON object whose text is exactly 100 bytes.
 payload='{"type": "message.created", "conversation": 7, "text": "'
@@ -79,7 +116,7 @@ declare -a summary
 phase() {
   local name=$1 start end cpu0 cpu1 bytes fpi
   shift
-  case $name in enqueue|prune) psql "$db" -c CHECKPOINT ;; esac
+  case $name in enqueue*|prune) psql "$db" -c CHECKPOINT ;; esac
   start=$(lsn)
   cpu0=$(server_cpu)
   "$@"
@@ -107,38 +144,59 @@ $(awk -v a="$cpu0" -v b="$cpu1" -v n="$jobs" 'BEGIN {printf "%.3f", 1000 * (b - 
 
 enqueue() {
   local script=$work/enqueue.sql
-  printf '\\set ch random(1, %s)\nSELECT bulkhead.enqueue(:ch, %s);\n' "$channels" \
-    "'$payload'" >"$script"
+  if [ "$shape" = production ]; then  # half to 10 busy tenants, half over the small ones
+    printf '%s\n' '\set busy random(1, 10)' "\\set small random(11, $channels)" \
+      '\set which random(0, 1)' \
+      "SELECT bulkhead.enqueue(CASE WHEN :which = 0 THEN :busy ELSE :small END, '$payload');" \
+      >"$script"
+  else
+    printf '\\set ch random(1, %s)\nSELECT bulkhead.enqueue(:ch, %s);\n' "$channels" \
+      "'$payload'" >"$script"
+  fi
   "$pg_bindir/pgbench" -n -c 16 -j 2 -t $((jobs / 16)) -f "$script" "$db" >/dev/null
   local extra=$((jobs - jobs / 16 * 16))
   [ "$extra" -eq 0 ] || "$pg_bindir/pgbench" -n -c "$extra" -t 1 -f "$script" "$db" >/dev/null
 }
 
-drain() {
+# The receiver, started before the phases so that pointing the channels at it is not counted.
+start_mock() {
   rm -f "$work/mock.port"
   build/bin/bulkhead-mock --listen 127.0.0.1:0 --port-file "$work/mock.port" \
     >"$work/mock.log" 2>&1 &
-  local mock_pid=$!
+  local pid=$!
+  on_exit "kill $pid 2>/dev/null"
   for _ in $(seq 100); do [ -s "$work/mock.port" ] && break; sleep 0.1; done
   psql "$db" -c "UPDATE bulkhead.channels
                     SET url = 'http://127.0.0.1:$(cat "$work/mock.port")/hook/fast'"
+}
+node_pids=()
+start_nodes() {
   local sock=${db#host=}
   sock=${sock%% *}
-  cat >"$work/node.json" <<JSON
-{"node": "wal-life", "database": "postgresql://bulkhead@/wal_life?host=$sock",
+  local i
+  for ((i = 1; i <= nodes; i++)); do
+    cat >"$work/node-$i.json" <<JSON
+{"node": "wal-life-$i", "database": "postgresql://bulkhead@/wal_life?host=$sock",
  "tiers_dir": "$PWD/tiers", "tiers": ["default"], "allowed_networks": ["127.0.0.0/8"]}
 JSON
-  build/bin/bulkhead run --config "$work/node.json" >"$work/node.log" 2>&1 &
-  local node_pid=$! left
+    build/bin/bulkhead run --config "$work/node-$i.json" >"$work/node-$i.log" 2>&1 &
+    node_pids+=($!)
+  done
+}
+# wait_drained: until every job is completed (at most 10 minutes), then stops the nodes.
+wait_drained() {
+  local left pid
   for _ in $(seq 1200); do
     left=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE state <> 'completed'")
     [ "$left" -eq 0 ] && break
     sleep 0.5
   done
-  stop_pid "$node_pid" "the node"
-  stop_pid "$mock_pid" "bulkhead-mock"
+  for pid in "${node_pids[@]}"; do stop_pid "$pid" "a node"; done
+  node_pids=()
   [ "$left" -eq 0 ] || { echo "$load_script: $left deliveries not completed in 10 minutes" >&2; exit 1; }
 }
+drain() { start_nodes; wait_drained; }
+enqueue_and_drain() { start_nodes; enqueue; wait_drained; }
 
 vacuum() { psql "$db" -c "VACUUM bulkhead.jobs"; }
 
@@ -148,21 +206,32 @@ prune() {
   local sql pruned
   sql=$(statement prune_finished)
   [ -n "$sql" ] || { echo "$load_script: the build has no prune_finished statement" >&2; exit 1; }
-  while :; do
+  # As many rows as the burst, oldest first: the history's, where there is one.
+  local gone=0
+  while [ "$gone" -lt "$jobs" ]; do
     pruned=$(psql "$db" -At -c "PREPARE prune (double precision, bigint) AS $sql" \
-               -c "EXECUTE prune(0, 1000)" -c '\echo :ROW_COUNT')
+               -c "EXECUTE prune(0, $((jobs - gone < 1000 ? jobs - gone : 1000)))" \
+               -c '\echo :ROW_COUNT')
     [ "${pruned:-0}" -gt 0 ] || break
+    gone=$((gone + pruned))
   done
 }
 
-echo "load/wal_life.sh: $jobs deliveries over $channels channels, a ${#payload}-byte payload,"\
+echo "load/wal_life.sh: $shape shape, $jobs deliveries over $channels channels beside $history"\
+  "finished, $nodes node(s), a ${#payload}-byte payload,"\
   "durability on (fsync $(psql "$db" -At -c "SHOW fsync"), synchronous_commit"\
   "$(psql "$db" -At -c "SHOW synchronous_commit"), full_page_writes"\
   "$(psql "$db" -At -c "SHOW full_page_writes")); load before: $(load_average all)"
-phase enqueue enqueue
-psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
-  -c "SELECT pg_stat_statements_reset()" >/dev/null
-phase drain drain
+psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+start_mock
+if [ "$shape" = production ]; then
+  psql "$db" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  phase enqueue_and_drain enqueue_and_drain
+else
+  phase enqueue enqueue
+  psql "$db" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  phase drain drain
+fi
 echo "  the drain's statements by WAL (pg_stat_statements; the first words of each):"
 psql "$db" -At -F ' ' -c "
   SELECT format('    %8s calls %7s rows %7s WAL records a delivery %6s bytes a delivery: %s',
