@@ -19,8 +19,9 @@
 #   prune    a week later (after a CHECKPOINT): every finished row goes
 #   vacuum   again
 # The layouts:
-#   today      bulkhead.jobs as it is (LIKE … INCLUDING ALL: its columns, CHECKs, all eight
-#              indexes; fillfactor 90); prune deletes in batches of 1,000 along jobs_finished
+#   today      bulkhead.jobs before migration 0016 (LIKE … INCLUDING ALL: its columns, CHECKs,
+#              all eight indexes; fillfactor 90; a result that appends to the attempt log);
+#              prune deletes in batches of 1,000 along jobs_finished
 #   inplace    the same columns with the payload and the attempt log last, so that an update's
 #              record holds only the changed middle of the row when the new version stays on
 #              its page (PostgreSQL logs the common prefix and suffix by length only); fillfactor
@@ -31,8 +32,9 @@
 #              deletes the row and inserts its final version into an insert-only log
 #              partitioned the same way (its only index the id), which a week later is dropped
 #   planned    partitioned without the finished rows' index (a dropped partition needs none)
-#              and with a result that writes its HTTP status and duration into two columns
-#              instead of an attempt-log entry: the layout ADR 0026 chooses
+#              and with a result that writes the delivering attempt's HTTP status and duration
+#              into two columns (as the engine does since migration 0016) instead of an
+#              attempt-log entry: the layout ADR 0026 chooses
 #   lean       a floor, not a design: partitioned with two indexes only (the id, the claim's),
 #              and a result that writes no attempt-log entry (state and finished_at only)
 #   plain      the application's own row: a three-column table (id, a key, the payload) with
@@ -126,7 +128,8 @@ setup() {
       # The two new columns ahead of the attempt log and the payload, so that the result's
       # change stays in the row's middle.
       echo "CREATE TABLE planned.q (${columns_payload_last/last_error text,/last_error text,
-                                    status smallint, duration_ms real,}, PRIMARY KEY (id))
+                                    delivered_status smallint, delivered_ms real,},
+                                    PRIMARY KEY (id))
               PARTITION BY RANGE (id);"
       partitions planned.q
       live_indexes planned.q 0
@@ -247,8 +250,8 @@ SQL
   else
     local set=$finished
     [ "$1" != lean ] || set="state = 'completed', finished_at = now()"
-    [ "$1" != planned ] || set="state = 'completed', finished_at = now(), status = 200,
-                                duration_ms = 12.5"
+    [ "$1" != planned ] || set="state = 'completed', finished_at = now(),
+                                delivered_status = 200, delivered_ms = 12.5"
     cat >"$work/result.sql" <<SQL
 WITH r AS (SELECT (nextval('$1.results') - 1) * 50 + 1 AS lo)
 UPDATE $1.q AS j SET $set

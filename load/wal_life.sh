@@ -234,9 +234,9 @@ else
 fi
 echo "  the drain's statements by WAL (pg_stat_statements; the first words of each):"
 psql "$db" -At -F ' ' -c "
-  SELECT format('    %8s calls %7s rows %7s WAL records a delivery %6s bytes a delivery: %s',
-                calls, rows, round(wal_records::numeric / $jobs, 2),
-                round(wal_bytes / $jobs, 1),
+  SELECT format('    %8s calls %7s rows %6s ms a call %7s WAL records a delivery %6s bytes a delivery: %s',
+                calls, rows, round(mean_exec_time::numeric, 2),
+                round(wal_records::numeric / $jobs, 2), round(wal_bytes / $jobs, 1),
                 left(regexp_replace(query, '\s+', ' ', 'g'), 60))
     FROM pg_stat_statements
    WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())

@@ -438,6 +438,22 @@ TEST_F(ConsoleTest, ADeliveryShowsItsAttemptLogAndAListFiltersByStateChannelAndT
   EXPECT_EQ(Read("/api/deliveries?state=discarded&until=2000-01-01T00:00:00Z")["deliveries"].size(),
             0u);
   EXPECT_EQ(Read("/api/deliveries?limit=1")["deliveries"].size(), 1u);
+
+  // A delivered job: its failed attempt from the log, then the delivering one from the row's
+  // columns (migration 0016).
+  Exec(
+      "UPDATE bulkhead.jobs SET state = 'completed', delivered_status = 200, "
+      "delivered_ms = 41.5, attempt = 2, attempts = '[{\"attempt\": 1, \"node\": \"n1\", "
+      "\"status\": 503, \"duration_ms\": 12.5}]' WHERE id = " +
+      std::to_string(ids[1]));
+  const json delivered = Read("/api/deliveries/" + std::to_string(ids[1]));
+  ASSERT_EQ(delivered["attempts"].size(), 2u) << delivered.dump();
+  EXPECT_EQ(delivered["attempts"][0]["status"], 503);
+  EXPECT_EQ(delivered["attempts"][1]["status"], 200);
+  EXPECT_EQ(delivered["attempts"][1]["attempt"], 2);
+  EXPECT_EQ(delivered["attempts"][1]["node"], "n1");
+  EXPECT_EQ(delivered["attempts"][1]["duration_ms"], 41.5);
+  EXPECT_TRUE(delivered["attempts"][1].contains("at"));
 }
 
 // ---- Actions ----

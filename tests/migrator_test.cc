@@ -155,6 +155,59 @@ TEST_F(MigratorTest, SecretRotationMigrationGoesDownAndUpAgainKeepingCurrentSecr
       db(), "SELECT old_secrets_until IS NULL FROM bulkhead.channels WHERE id = " + id));
 }
 
+// Migration 0016 keeps the delivering attempt in two columns; its down puts that attempt back
+// at the end of the attempt log, as the result write appended it before, and drops them.
+TEST_F(MigratorTest, DeliveredInColumnsGoesDownIntoTheAttemptLog) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  const int version = QueryValue<int>(
+      db(), "SELECT version FROM bulkhead.migrations WHERE name LIKE '%delivered_in_columns'");
+  int64_t tenant = testing::CreateTenant(db(), "acme", "default");
+  int64_t channel = testing::CreateChannel(db(), tenant, "http://127.0.0.1:9/x");
+  {
+    pqxx::work tx(db());
+    // Two delivered jobs (one after a failure, one from before 0016 with NULL columns) and one
+    // that failed and waits.
+    tx.exec(
+        "INSERT INTO bulkhead.jobs (id, queue, tenant_id, channel_id, state, payload, attempt, "
+        "attempted_at, attempted_by, finished_at, delivered_status, delivered_ms, attempts) "
+        "VALUES (1, 'default', " +
+        std::to_string(tenant) + ", " + std::to_string(channel) +
+        ", 'completed', '{}', 2, '2026-12-05T00:00:00Z', 'n1', now(), 204, 41.5, "
+        "'[{\"attempt\": 1, \"status\": 503}]'), "
+        "(2, 'default', " +
+        std::to_string(tenant) + ", " + std::to_string(channel) +
+        ", 'completed', '{}', 1, now(), 'n1', now(), NULL, NULL, '[{\"attempt\": 1}]'), "
+        "(3, 'default', " +
+        std::to_string(tenant) + ", " + std::to_string(channel) +
+        ", 'available', '{}', 1, now(), 'n1', NULL, NULL, NULL, '[{\"attempt\": 1}]')");
+    tx.commit();
+  }
+  Migrator::Result down = migrator.Down(kNewest - version + 1);
+  ASSERT_TRUE(down.ok()) << down.error;
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT count(*) FROM information_schema.columns WHERE table_schema = "
+                            "'bulkhead' AND column_name IN ('delivered_status', 'delivered_ms')"),
+            0);
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT (attempts -> 1) - 'at' FROM bulkhead.jobs WHERE id = 1"),
+            "{\"node\": \"n1\", \"status\": 204, \"attempt\": 2, \"duration_ms\": 41.5}");
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT attempts -> 1 ->> 'at' FROM bulkhead.jobs "
+                                    "WHERE id = 1")
+                .substr(0, 10),
+            "2026-12-05");
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT jsonb_array_length(attempts) FROM bulkhead.jobs "
+                            "WHERE id = 2"),
+            1);
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT jsonb_array_length(attempts) FROM bulkhead.jobs "
+                            "WHERE id = 3"),
+            1);
+  ASSERT_TRUE(migrator.Up().ok());
+}
+
 TEST_F(MigratorTest, DownStopsWhenNothingIsLeftToReverse) {
   Migrator migrator(db(), EmbeddedMigrations());
   ASSERT_TRUE(migrator.Up().ok());

@@ -155,7 +155,11 @@ TEST_F(NodeTest, RecordCompletesRetriesAndDiscards) {
                               {3, 1, false, 0, "timeout: Operation timed out", 10000.0, 60'000}},
                              "node-a");
   EXPECT_EQ(written, 3);
-  EXPECT_EQ(Count("id = 1 AND state = 'completed' AND finished_at IS NOT NULL"), 1);
+  // The delivering attempt is in two columns, not in the log (migration 0016).
+  EXPECT_EQ(Count("id = 1 AND state = 'completed' AND finished_at IS NOT NULL AND "
+                  "attempts = '[]' AND delivered_status = 204 AND delivered_ms = 12.5"),
+            1);
+  EXPECT_EQ(Count("delivered_status IS NOT NULL OR delivered_ms IS NOT NULL"), 1);
   EXPECT_EQ(Count("id = 2 AND state = 'available' AND finished_at IS NULL AND "
                   "last_error = 'HTTP 503' AND scheduled_at BETWEEN now() + interval '55 s' "
                   "AND now() + interval '65 s'"),
@@ -296,8 +300,10 @@ TEST_F(NodeTest, A500ThenA200EndsCompletedAfterTwoAttempts) {
   NodeProcess node(NodeConfig("node-a"), {{"default", Tier(5)}});
   node.Start(url());
   ASSERT_TRUE(WaitFor("count(*) = 5 FROM bulkhead.jobs WHERE state = 'completed'")) << node.Log();
-  EXPECT_EQ(Count("attempt = 2 AND last_error = 'HTTP 500' AND jsonb_array_length(attempts) = 2 "
-                  "AND (attempts->1->>'status')::int = 200"),
+  // The failed attempt in the log, the delivering one in the row's columns.
+  EXPECT_EQ(Count("attempt = 2 AND last_error = 'HTTP 500' AND jsonb_array_length(attempts) = 1 "
+                  "AND (attempts->0->>'status')::int = 500 AND (attempts->0->>'attempt')::int = 1 "
+                  "AND delivered_status = 200 AND delivered_ms >= 0"),
             5);
   EXPECT_EQ(receiver.request_count(), 10u);
 }
