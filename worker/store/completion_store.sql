@@ -46,11 +46,9 @@ UPDATE bulkhead.jobs AS j
        attempts = CASE WHEN r.delivered THEN j.attempts
                        ELSE CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
                                  ELSE j.attempts END
-                            || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-                                 'attempt', j.attempt, 'at', j.attempted_at,
-                                 'node', j.attempted_by,
-                                 'duration_ms', round(r.duration_ms::numeric, 1),
-                                 'status', nullif(r.status, 0), 'error', nullif(r.error, ''))))
+                            || jsonb_build_array({{attempt_entry(j, r.duration_ms,
+                                                                 nullif(r.status, 0),
+                                                                 nullif(r.error, ''))}})
                   END
   FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, attempt smallint, delivered boolean,
                                           status integer, error text, duration_ms float8,

@@ -326,10 +326,8 @@ SELECT jsonb_build_object(
   -- columns since migration 0016 (ADR 0026), and is shown as the last entry.
   'attempts', j.attempts
               || CASE WHEN j.delivered_status IS NOT NULL OR j.delivered_ms IS NOT NULL THEN
-                   jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
-                     'attempt', j.attempt, 'at', j.attempted_at, 'node', j.attempted_by,
-                     'duration_ms', round(j.delivered_ms::numeric, 1),
-                     'status', j.delivered_status)))
+                   jsonb_build_array({{attempt_entry(j, j.delivered_ms, j.delivered_status,
+                                                     NULL)}})
                  ELSE '[]' END,
   'ordering', NULL) AS body
   FROM bulkhead.jobs j LEFT JOIN bulkhead.tenants t ON t.id = j.tenant_id

@@ -121,3 +121,12 @@ UPDATE bulkhead.jobs AS j
 -- column), so the nodes serving it claim now rather than at their next poll.
 (SELECT count(pg_notify('bulkhead_jobs', queue))
           FROM (SELECT DISTINCT queue FROM {{moved}}) AS woken)
+
+-- fragment: attempt_entry(job, duration_ms, status, error)
+-- One entry of the attempt log for the attempt `job` (a jobs row) last made: its number, start
+-- and node from the row, its duration rounded to 0.1 ms, and the HTTP `status` or the `error`
+-- (NULLs left out). The result write appends it for an attempt that did not deliver; the
+-- console builds it for the one that did, from the row's columns (migration 0016).
+jsonb_strip_nulls(jsonb_build_object(
+  'attempt', {{job}}.attempt, 'at', {{job}}.attempted_at, 'node', {{job}}.attempted_by,
+  'duration_ms', round(({{duration_ms}})::numeric, 1), 'status', {{status}}, 'error', {{error}}))
