@@ -15,7 +15,7 @@
 # payload. Autovacuum is off for bulkhead.jobs so that each vacuum falls in a phase of its own.
 # WAL_LIFE_SHAPE=production changes four things:
 #   - the table first holds WAL_LIFE_HISTORY (1,000,000) deliveries finished over the past week
-#     (written with the triggers off, vacuumed, analyzed and checkpointed);
+#     (written with the triggers off, then vacuumed and analyzed);
 #   - channels are 10 busy tenants and WAL_LIFE_CHANNELS (10,000) tenants of one channel each,
 #     half the deliveries to each group;
 #   - WAL_LIFE_NODES (2) nodes run while pgbench enqueues: one phase, enqueue_and_drain, from the
@@ -30,8 +30,9 @@
 #                to bulkhead-mock (/hook/fast): the claims, the result writes, and the node's
 #                own upkeep while it runs (heartbeat, samples)
 #   vacuum       VACUUM bulkhead.jobs: the versions the claim and the result left
-#   prune        the leader's PruneFinished statement with a retention of 0, in its batches of
-#                1,000, until none is left
+#   prune        the leader's PruneFinished statement with a retention of 0, in batches of
+#                1,000, oldest first, until it has deleted as many rows as the burst (in the
+#                lab's shape, the burst itself)
 #   vacuum       again: the deleted rows
 # For each phase it prints the WAL bytes per delivery (pg_current_wal_lsn() around it), of them
 # the full-page images, PostgreSQL's CPU per delivery (the postmaster and every process under
