@@ -45,6 +45,8 @@
 # the end, with the load average before and after.
 # shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=load/wal_cost.sh
+source load/wal_cost.sh
 
 jobs=$(knob WAL_LAYOUTS_JOBS 20000 count)
 fillfactor=$(knob WAL_LAYOUTS_FILLFACTOR 50 count)
@@ -149,19 +151,10 @@ setup() {
   esac
 }
 
-payload='{"type": "message.created", "conversation": 7, "text": "'
-payload+=$(printf 'x%.0s' $(seq $((100 - ${#payload} - 2))))'"}'
+payload=$(payload_100)
 
 work=.run/wal-layouts
 mkdir -p "$work"
-server_cpu() {
-  local ticks
-  ticks=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$postmaster" '
-      { pid = $1; sub(/^.*\) /, "")
-        if (pid == pm) t += $12 + $13 + $14 + $15; else if ($2 == pm) t += $12 + $13 }
-      END { print t + 0 }')
-  awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", t / hz}'
-}
 lsn() { psql "$db" -At -c "SELECT pg_current_wal_lsn()"; }
 per() { awk -v a="$1" -v n="$jobs" -v k="${2:-1}" 'BEGIN {printf "%.0f", k * a / n}'; }
 
@@ -169,13 +162,11 @@ per() { awk -v a="$1" -v n="$jobs" -v k="${2:-1}" 'BEGIN {printf "%.0f", k * a /
 phase() {
   local s=$1 name=$2 start end cpu0 cpu1 fpi
   shift 2
-  start=$(lsn); cpu0=$(server_cpu)
+  start=$(lsn); cpu0=$(server_cpu "$postmaster")
   "$@"
-  cpu1=$(server_cpu); end=$(lsn)
+  cpu1=$(server_cpu "$postmaster"); end=$(lsn)
   local stats
-  # pg_waldump's table, its percentages dropped: Type N Record FPI Combined.
-  stats=$("$pg_bindir/pg_waldump" --path="$data_dir/pg_wal" --start="$start" --end="$end" \
-            --stats=record 2>/dev/null | sed -e 's/([^)]*)//g' -e 's/\[[^]]*\]//g' || true)
+  stats=$(wal_stats "$data_dir" "$start" "$end")  # Type N Record FPI Combined
   fpi=$(awk '$1 == "Total" {print $4}' <<<"$stats")
   # A timed checkpoint inside the phase images the first change to every page after it.
   local mark=

@@ -40,6 +40,8 @@
 # each in bytes per delivery. The load average is printed before and after.
 # shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=load/wal_cost.sh
+source load/wal_cost.sh
 
 jobs=$(knob WAL_LIFE_JOBS 20000 count)
 shape=${WAL_LIFE_SHAPE:-lab}
@@ -86,30 +88,13 @@ SQL
   psql "$db" -c "VACUUM ANALYZE bulkhead.jobs"
 fi
 
-# A JSON object whose text is exactly 100 bytes.
-payload='{"type": "message.created", "conversation": 7, "text": "'
-payload+=$(printf 'x%.0s' $(seq $((100 - ${#payload} - 2))))'"}'
+payload=$(payload_100)
 [ ${#payload} -eq 100 ] || usage_error "the payload is ${#payload} bytes, not 100"
 
 work=.run/wal-life
 mkdir -p "$work"
 postmaster=$(head -n1 "$data_dir/postmaster.pid")
 
-# server_cpu: seconds of CPU the postmaster and its processes have used, including the ones
-# that have exited (the postmaster's cutime and cstime).
-server_cpu() {
-  local ticks
-  # cat, not awk on the files: a process that exits between the glob and the read is skipped.
-  ticks=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$postmaster" '
-      {
-        pid = $1
-        sub(/^.*\) /, "")          # the fields after the command name: state is $1, ppid $2
-        if (pid == pm) t += $12 + $13 + $14 + $15
-        else if ($2 == pm) t += $12 + $13
-      }
-      END { print t + 0 }')
-  awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", t / hz}'
-}
 lsn() { psql "$db" -At -c "SELECT pg_current_wal_lsn()"; }
 
 # phase NAME COMMAND…: runs COMMAND between two LSNs and prints what it cost per delivery.
@@ -119,16 +104,13 @@ phase() {
   shift
   case $name in enqueue*|prune) psql "$db" -c CHECKPOINT ;; esac
   start=$(lsn)
-  cpu0=$(server_cpu)
+  cpu0=$(server_cpu "$postmaster")
   "$@"
-  cpu1=$(server_cpu)
+  cpu1=$(server_cpu "$postmaster")
   end=$(lsn)
   local stats
-  stats=$("$pg_bindir/pg_waldump" --path="$data_dir/pg_wal" --start="$start" --end="$end" \
-            --stats=record 2>/dev/null || true)
+  stats=$(wal_stats "$data_dir" "$start" "$end")  # Type N Record FPI Combined
   bytes=$(psql "$db" -At -c "SELECT pg_wal_lsn_diff('$end', '$start')")
-  # pg_waldump's table, its percentages dropped: Type N Record FPI Combined.
-  stats=$(sed -e 's/([^)]*)//g' -e 's/\[[^]]*\]//g' <<<"$stats")
   fpi=$(awk '$1 == "Total" {print $4}' <<<"$stats")
   printf '%s: %.0f WAL bytes a delivery (full-page images %.0f), PostgreSQL CPU %.3f ms a delivery\n' \
     "$name" "$(awk -v b="$bytes" -v n="$jobs" 'BEGIN {print b / n}')" \
