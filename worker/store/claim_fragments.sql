@@ -39,6 +39,12 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- (tried with a concurrent update committed between a scan and its lock). So every row locked
 -- here is the version the snapshot saw, unchanged, and its ctid is where the claim's update
 -- reaches it, the same way.
+--
+-- A ctid names a row only within its table, and on a `jobs` partitioned into ranges of ids
+-- (ADR 0026) the same ctid is a row in every range: so the lock step names the row's id beside
+-- its ctid, which prunes the ranges to the row's own at run time (a TID scan of one range), and
+-- on one table costs nothing (the TID scan stays, `id` a filter). Every statement that reaches
+-- a row by its ctid does the same (tests/schema/jobs_in_ranges.sql runs the tests on ranges).
 SELECT d.*
     FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
@@ -49,7 +55,7 @@ SELECT d.*
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
            FROM bulkhead.jobs j
-          WHERE j.ctid = w.ctid AND j.state = 'available' AND {{untouched(j)}}
+          WHERE j.id = w.id AND j.ctid = w.ctid AND j.state = 'available' AND {{untouched(j)}}
             FOR UPDATE SKIP LOCKED) AS d
    WHERE {{uncapped(w, least($2, ($9 + 1) / 2))}}
    LIMIT $2

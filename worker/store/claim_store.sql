@@ -226,8 +226,9 @@ WITH RECURSIVE flying AS (
 ), claiming AS (
   -- Each row with the ctid of the version this statement locked, which nothing else can change
   -- before the update below: the update reaches it by a TID scan, one heap page a row. By `id`
-  -- it went through jobs_pkey, three or four more buffers a row beside a big history.
-  SELECT ctid FROM picked UNION ALL SELECT ctid FROM lent
+  -- it went through jobs_pkey, three or four more buffers a row beside a big history. With the
+  -- id beside it, which picks the row's range (claim_window).
+  SELECT id, ctid FROM picked UNION ALL SELECT id, ctid FROM lent
 ), claimed AS (
   UPDATE bulkhead.jobs AS j
      SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
@@ -241,7 +242,7 @@ WITH RECURSIVE flying AS (
          attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
     FROM claiming, bulkhead.channels AS ch,
          LATERAL (SELECT {{flowing}}) AS flow(ok)
-   WHERE j.ctid = claiming.ctid AND ch.id = j.channel_id
+   WHERE j.id = claiming.id AND j.ctid = claiming.ctid AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
             ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until,
             ch.rate_limit_per_s

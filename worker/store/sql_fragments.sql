@@ -79,20 +79,26 @@ coalesce(extract(epoch FROM now() - (
 -- statistics chose a seq scan of the whole table to find 50 jobs (tests/plan_cost_test.cc,
 -- issue 34). Then they are updated by ctid, a TID scan: the version the statement's snapshot saw
 -- waiting. A job updated since (claimed) fails the ctid's recheck and is left, as it is no
--- longer waiting. The update names no state of its own: `j.state = 'available'` there let the
+-- longer waiting. Each row is named by its id beside its ctid, pairwise (one array of each,
+-- unnested together): on `jobs` in ranges of ids a ctid is a row in every range, and the id picks
+-- the row's own at run time (claim_window, ADR 0026). Two arrays matched apart (`id = ANY` and
+-- `ctid = ANY`) could pair a row updated since with another row's ctid in another range. The
+-- update names no state of its own: `j.state = 'available'` there let the
 -- planner read the ctids' rows through jobs_channel_available, whose predicate it implies, and
 -- with statistics from before a burst it scanned the whole index for them (8,186 buffers for 50
 -- jobs beside 60,000 available).
 UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3
-   WHERE j.ctid = ANY (ARRAY(
-           SELECT k.ctid FROM {{changed}}
-            CROSS JOIN LATERAL (
-                  SELECT k.ctid FROM bulkhead.jobs k
-                   WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
-                   ORDER BY k.priority, k.scheduled_at, k.id
-                   LIMIT {{batch}}) AS k
-            LIMIT {{batch}}))
+    FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
+            FROM (SELECT k.id, k.ctid FROM {{changed}}
+                   CROSS JOIN LATERAL (
+                         SELECT k.id, k.ctid FROM bulkhead.jobs k
+                          WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
+                          ORDER BY k.priority, k.scheduled_at, k.id
+                          LIMIT {{batch}}) AS k
+                   LIMIT {{batch}}) AS k) AS chosen,
+         unnest(chosen.ids, chosen.ctids) AS t(id, ctid)
+   WHERE j.id = t.id AND j.ctid = t.ctid
   RETURNING j.channel_id
 
 -- fragment: unpark_backlog(changed, condition, batch)
@@ -105,15 +111,17 @@ UPDATE bulkhead.jobs AS j
 -- job: 100,000 in about 0.5 s here (load/park_bench.sh).
 UPDATE bulkhead.jobs AS j
      SET state = 'available'
-   WHERE j.ctid = ANY (ARRAY(
-           SELECT k.ctid FROM {{changed}}
-            CROSS JOIN LATERAL (
-                  SELECT k.ctid FROM bulkhead.jobs k
-                   WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
-                   ORDER BY k.scheduled_at, k.id
-                   LIMIT {{batch}}) AS k
-            WHERE {{condition}}
-            LIMIT {{batch}}))
+    FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
+            FROM (SELECT k.id, k.ctid FROM {{changed}}
+                   CROSS JOIN LATERAL (
+                         SELECT k.id, k.ctid FROM bulkhead.jobs k
+                          WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
+                          ORDER BY k.scheduled_at, k.id
+                          LIMIT {{batch}}) AS k
+                   WHERE {{condition}}
+                   LIMIT {{batch}}) AS k) AS chosen,
+         unnest(chosen.ids, chosen.ctids) AS t(id, ctid)
+   WHERE j.id = t.id AND j.ctid = t.ctid
   RETURNING j.channel_id, j.queue
 
 -- fragment: wake_queues(moved)
