@@ -1,8 +1,11 @@
 #include "database_test.h"
 
+#include <cstdlib>
+
 #include "migrations.h"
 #include "migrator.h"
 #include "poll.h"
+#include "source_file.h"
 #include "tenancy.h"
 
 namespace bulkhead::testing {
@@ -25,6 +28,11 @@ void PostgresEnvironment::SetUp() {
     pqxx::connection conn(cluster->ConnectionString(kTemplate));
     Migrator::Result result = Migrator(conn, EmbeddedMigrations()).Up();
     ASSERT_TRUE(result.ok()) << "migrating " << kTemplate << ": " << result.error;
+    // Another layout to run the tests on (a path from the repository root, such as ADR 0026's ranges:
+    // tests/schema/jobs_in_ranges.sql), applied to the template once.
+    if (const char* extra = std::getenv("BULKHEAD_TEST_TEMPLATE_SQL"); extra && *extra) {
+      pqxx::nontransaction(conn).exec(ReadSourceFile(extra));
+    }
   } catch (const std::exception& e) {
     FAIL() << "starting the throwaway PostgreSQL: " << e.what();
   }
