@@ -72,7 +72,9 @@ $no_autovacuum"
   before=$(load_average)
   echo "== $n range(s) of $size ids, load $before"
   WAL_LIFE_SQL=$sql WAL_LIFE_SHAPE=$shape load/wal_life.sh >"$out/$n.txt" 2>&1 \
-    || { tail -20 "$out/$n.txt" >&2; echo "$load_script: wal_life.sh failed with $n ranges" >&2; exit 1; }
+    || { tail -20 "$out/$n.txt" >&2
+         echo "$load_script: wal_life.sh failed with $n ranges" >&2
+         exit 1; }
   tail -8 "$out/$n.txt"
   f=$out/$n.txt
   if [ "$shape" = production ]; then
@@ -86,7 +88,8 @@ $no_autovacuum"
   claim_ms=$(per_call "$f" 'WITH RECURSIVE flying')
   result_ms=$(per_call "$f" 'SET state = CASE WHEN r.delivered')
   life=$(field "$f" '^whole life ' 3)
-  rows+=("$n $size $before ${enqueue_cpu:--} ${drain_cpu:--} ${claim_ms:--} ${result_ms:--} ${life:--}")
+  rows+=("$n $size $before ${enqueue_cpu:--} ${drain_cpu:--} ${claim_ms:--} ${result_ms:--}\
+ ${life:--}")
 done
 
 echo
@@ -97,6 +100,6 @@ for row in "${rows[@]}"; do
   # shellcheck disable=SC2086
   printf '%-7s %9s %6s %14s %14s %16s %16s %10s\n' $row
 done
-echo "(CPU: PostgreSQL's, a delivery; claim and result: ms a call / ms a delivery, pg_stat_statements;"\
-  "in production's shape the drain's CPU is enqueue and drain together)"
+echo "(CPU: PostgreSQL's, a delivery; claim and result: ms a call / ms a delivery,"\
+  "pg_stat_statements; in production's shape the drain's CPU is enqueue and drain together)"
 echo "load after: $(load_average all)"

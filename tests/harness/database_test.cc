@@ -28,8 +28,8 @@ void PostgresEnvironment::SetUp() {
     pqxx::connection conn(cluster->ConnectionString(kTemplate));
     Migrator::Result result = Migrator(conn, EmbeddedMigrations()).Up();
     ASSERT_TRUE(result.ok()) << "migrating " << kTemplate << ": " << result.error;
-    // Another layout to run the tests on (a path from the repository root, such as ADR 0026's ranges:
-    // tests/schema/jobs_in_ranges.sql), applied to the template once.
+    // Another layout to run the tests on (a path from the repository root, such as ADR 0026's
+    // ranges: tests/schema/jobs_in_ranges.sql), applied to the template once.
     if (const char* extra = std::getenv("BULKHEAD_TEST_TEMPLATE_SQL"); extra && *extra) {
       pqxx::nontransaction(conn).exec(ReadSourceFile(extra));
     }

@@ -51,8 +51,9 @@ BEGIN
   EXECUTE format('ALTER TABLE bulkhead.jobs ATTACH PARTITION bulkhead.jobs_first '
                  'FOR VALUES FROM (MINVALUE) TO (%s)', size);
   FOR n IN 1..ranges - 1 LOOP
-    EXECUTE format('CREATE TABLE bulkhead.%I PARTITION OF bulkhead.jobs FOR VALUES FROM (%s) TO (%s)',
-                   'jobs_from_' || n * size, n * size, (n + 1) * size);
+    EXECUTE format('CREATE TABLE bulkhead.%I PARTITION OF bulkhead.jobs '
+                   'FOR VALUES FROM (%s) TO (%s)', 'jobs_from_' || n * size, n * size,
+                   (n + 1) * size);
     EXECUTE format('CREATE UNIQUE INDEX ON bulkhead.%I (channel_id, idempotency_key) '
                    'WHERE idempotency_key IS NOT NULL', 'jobs_from_' || n * size);
   END LOOP;
@@ -68,8 +69,8 @@ BEGIN
                            'bulkhead.enqueue_many(bigint[], jsonb[], text[], timestamptz[])',
                            'bulkhead.publish(bigint, text, jsonb, text, text)']::regprocedure[] LOOP
     EXECUTE replace(pg_get_functiondef(f),
-                    'ON CONFLICT (channel_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING',
-                    '');
+                    'ON CONFLICT (channel_id, idempotency_key) WHERE idempotency_key IS NOT NULL '
+                    'DO NOTHING', '');
   END LOOP;
 END $$;
 COMMIT;

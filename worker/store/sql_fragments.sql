@@ -66,9 +66,9 @@ coalesce(extract(epoch FROM now() - (
 -- there may be more, and the caller moves the rest with more batches (ADR 0017). The operator's
 -- verbs and a 410's disable still move the whole backlog. Each job is a new row version with
 -- entries in the primary key and jobs_parked (never HOT: state and priority are indexed), and
--- reads no payload (its rule is checked on write, migration 0005): 100,000 jobs in about 0.4 s
--- on the 2-core development machine, 90-byte or 4 KB payloads (load/park_bench.sh,
--- docs/adr/0010-checks-on-write.md).
+-- reads no payload (its rule is checked on write, migration 0005): 100,000 jobs in about 1.1 s
+-- on the 2-core development machine, 90-byte payloads, 4 KB ones about the same
+-- (load/park_bench.sh, docs/adr/0010-checks-on-write.md).
 --
 -- The jobs are chosen first, channel by channel, in jobs_channel_available's order: one index
 -- descent a channel, and the index hands the rows over already sorted, where a seq scan would
@@ -89,15 +89,15 @@ coalesce(extract(epoch FROM now() - (
 -- jobs beside 60,000 available).
 UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3
-    FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
-            FROM (SELECT k.id, k.ctid FROM {{changed}}
-                   CROSS JOIN LATERAL (
-                         SELECT k.id, k.ctid FROM bulkhead.jobs k
-                          WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
-                          ORDER BY k.priority, k.scheduled_at, k.id
-                          LIMIT {{batch}}) AS k
-                   LIMIT {{batch}}) AS k) AS chosen,
-         unnest(chosen.ids, chosen.ctids) AS t(id, ctid)
+    FROM (SELECT unnest(c.ids) AS id, unnest(c.ctids) AS ctid
+            FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
+                    FROM (SELECT k.id, k.ctid FROM {{changed}}
+                           CROSS JOIN LATERAL (
+                                 SELECT k.id, k.ctid FROM bulkhead.jobs k
+                                  WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
+                                  ORDER BY k.priority, k.scheduled_at, k.id
+                                  LIMIT {{batch}}) AS k
+                           LIMIT {{batch}}) AS k) AS c) AS t
    WHERE j.id = t.id AND j.ctid = t.ctid
   RETURNING j.channel_id
 
@@ -108,19 +108,19 @@ UPDATE bulkhead.jobs AS j
 -- jobs_parked's order and updated by ctid, for park_backlog's reasons. They keep priority 3 and
 -- their scheduled_at: every channel's fresh deliveries still come first, and a retry that was
 -- waiting keeps waiting. Entries in the primary key, jobs_claim and jobs_channel_available per
--- job: 100,000 in about 0.5 s here (load/park_bench.sh).
+-- job: 100,000 in about 1.1 s here (load/park_bench.sh).
 UPDATE bulkhead.jobs AS j
      SET state = 'available'
-    FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
-            FROM (SELECT k.id, k.ctid FROM {{changed}}
-                   CROSS JOIN LATERAL (
-                         SELECT k.id, k.ctid FROM bulkhead.jobs k
-                          WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
-                          ORDER BY k.scheduled_at, k.id
-                          LIMIT {{batch}}) AS k
-                   WHERE {{condition}}
-                   LIMIT {{batch}}) AS k) AS chosen,
-         unnest(chosen.ids, chosen.ctids) AS t(id, ctid)
+    FROM (SELECT unnest(c.ids) AS id, unnest(c.ctids) AS ctid
+            FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
+                    FROM (SELECT k.id, k.ctid FROM {{changed}}
+                           CROSS JOIN LATERAL (
+                                 SELECT k.id, k.ctid FROM bulkhead.jobs k
+                                  WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
+                                  ORDER BY k.scheduled_at, k.id
+                                  LIMIT {{batch}}) AS k
+                           WHERE {{condition}}
+                           LIMIT {{batch}}) AS k) AS c) AS t
    WHERE j.id = t.id AND j.ctid = t.ctid
   RETURNING j.channel_id, j.queue
 
