@@ -110,19 +110,19 @@ for state in "${states[@]}"; do
   setup "$state" >/dev/null
   a=$(args "$state")
   # The skip scan from the lowest head, bounded as the runner bounds it (ClaimLimits::HeadsFor:
-  # twice the limit, at least 64).
+  # twice the limit, at least 64), and no claim floor.
   limit=$(echo "$a" | cut -d, -f2 | tr -d ' ')
   heads=$((2 * limit > 64 ? 2 * limit : 64))
   {
     echo "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;"
     echo "SET enable_bitmapscan = off;"
     echo "PREPARE claim (text, int, text, bigint[], int[], bigint[], int[], int, int, int[], int,"
-    echo "               int, int[], int, bigint, smallint, int) AS $claim;"
+    echo "               int, int[], int, bigint, smallint, int, bigint) AS $claim;"
     for ((r = 0; r < rounds + 2; r++)); do
       if ((r % 2)); then order="$short $long"; else order="$long $short"; fi
       for la in $order; do
         printf '\\echo look-ahead %s round %s\n' "$la" "$r"
-        echo "BEGIN; EXPLAIN (ANALYZE, TIMING OFF) EXECUTE claim($a, $la, 0, 0, $heads); ROLLBACK;"
+        echo "BEGIN; EXPLAIN (ANALYZE, TIMING OFF) EXECUTE claim($a, $la, 0, 0, $heads, 0); ROLLBACK;"
       done
     done
   } >".run/claim_bench_$state.sql"

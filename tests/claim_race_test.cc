@@ -28,13 +28,13 @@ class ClaimRaceTest : public DeliveryTest {
   // sends it for `node` with nothing in flight and the caps out of the way, run in `tx`: $1
   // queue, $2 limit, $3 node, $4–$7 nothing in flight, $8 and $9 caps of 100, $10 windows, $11
   // first window, $12 no lending, $13 lend windows, $14 look-ahead, $15–$16 the skip scan from
-  // the start, $17 its bound. The ids it took, in order.
+  // the start, $17 its bound, $18 no claim floor. The ids it took, in order.
   static std::vector<int64_t> ClaimIn(pqxx::transaction_base& tx, const std::string& node,
                                       int limit) {
     std::vector<int64_t> ids;
     for (const auto& row :
          tx.exec_prepared("claim", "default", limit, node, "{}", "{}", "{}", "{}", 100, 100, "{}",
-                          100, 0, "{}", 1000, 0, 0, ClaimLimits::HeadsFor(limit))) {
+                          100, 0, "{}", 1000, 0, 0, ClaimLimits::HeadsFor(limit), 0)) {
       if (!row["id"].is_null()) ids.push_back(row["id"].as<int64_t>());
     }
     std::sort(ids.begin(), ids.end());

@@ -180,7 +180,7 @@ std::string ClaimArgs(int limit, const ClaimLimits& l) {
     << (l.first_window > 0 ? l.first_window : l.channel_cap) << ", " << std::max(l.lend, 0) << ", "
     << Array(lends) << ", " << std::max(l.look_ahead, 0) << ", " << l.heads_after_channel << ", "
     << l.heads_after_priority << ", "
-    << (l.max_heads > 0 ? l.max_heads : ClaimLimits::HeadsFor(limit));
+    << (l.max_heads > 0 ? l.max_heads : ClaimLimits::HeadsFor(limit)) << ", " << l.claim_floor;
   return s.str();
 }
 

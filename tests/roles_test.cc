@@ -251,8 +251,8 @@ TEST_F(RolesTest, ANodeOnTheNodeRoleDeliversBreaksParksRescuesAndPrunes) {
   EXPECT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.channel_secrets)")) << node.Log();
   // Marks its idle runner asleep, and the lost node's mark is gone.
   EXPECT_TRUE(
-      WaitFor("(SELECT array_agg(node) = '{node-on-its-role}' FROM bulkhead.sleepers "
-              "WHERE queue = 'default')"))
+      WaitFor("(SELECT coalesce(array_agg(node) = '{node-on-its-role}', false) "
+              "FROM bulkhead.sleepers WHERE queue = 'default')"))
       << node.Log();
 
   node.Signal(SIGTERM);
@@ -380,8 +380,7 @@ TEST_F(RolesTest, GrantReplacesBroadGrantsAndRunningItAgainChangesNothing) {
   EXPECT_NE(first.out.find("enqueue(bigint,jsonb,text,timestamp with time zone,text)"),
             std::string::npos)
       << first.out;
-  EXPECT_NE(first.out.find("publish(bigint,text,jsonb,text,text)"), std::string::npos)
-      << first.out;
+  EXPECT_NE(first.out.find("publish(bigint,text,jsonb,text,text)"), std::string::npos) << first.out;
   EXPECT_EQ(first.out.find("jobs "), std::string::npos) << first.out;
   EXPECT_EQ(ExpectSqlFailure(app, "SELECT secret FROM bulkhead.channels").sqlstate, "42501");
   EXPECT_EQ(ExpectSqlFailure(app, "DELETE FROM bulkhead.jobs").sqlstate, "42501");

@@ -84,12 +84,12 @@ void ExplainClaim(ClaimCase& c) {
   pqxx::work tx(*c.conn);
   // The arguments ClaimStore::Claim("default", 10, …) without caps sends (claim_store.cc):
   // caps of 1,000,000, no lending, the long look-ahead, the skip scan from the lowest head
-  // bounded at ClaimLimits::HeadsFor(10).
+  // bounded at ClaimLimits::HeadsFor(10), no claim floor.
   pqxx::result plan = tx.exec(
       "EXPLAIN (ANALYZE, BUFFERS) EXECUTE claim('default', 10, 'bench-explain', '{}', '{}', "
       "'{}', '{}', 1000000, 1000000, '{}', 1000000, 0, '{}', " +
       std::to_string(ClaimLimits::kLongLookAhead) + ", 0, 0, " +
-      std::to_string(ClaimLimits::HeadsFor(10)) + ")");
+      std::to_string(ClaimLimits::HeadsFor(10)) + ", 0)");
   for (const auto& row : plan) {
     std::string line = row[0].as<std::string>();
     if (c.buffers.empty() && line.find("Buffers:") != std::string::npos) {

@@ -127,7 +127,7 @@ SELECT j.id, j.queue, coalesce(t.name, j.tenant_id::text) AS tenant, j.state,
 -- unparked backlog) so that a large replay cannot starve them. A job whose channel's breaker
 -- is not closed, or that is paused (a disabled channel is), is replayed parked. Its attempt
 -- log and last error stay as history. One more row than the limit is locked to tell whether
--- more remain. Wakes the queues that got available jobs.
+-- more remain. Wakes the queues that got available jobs. Lowers the claim floor to the oldest.
 WITH picked AS (
   SELECT j.id, j.finished_at FROM bulkhead.jobs j
    WHERE j.state = 'discarded'
@@ -151,6 +151,13 @@ WITH picked AS (
          LATERAL (SELECT {{flowing}}) AS flow(ok)
    WHERE j.id = chosen.id AND ch.id = j.channel_id AND t.id = j.tenant_id
   RETURNING j.state, j.queue
+), lowered AS (
+  -- The claim floor (ADR 0027) goes down to the oldest job replayed, and its generation up, so
+  -- that a leader raising it from a snapshot taken before this commits leaves it alone.
+  UPDATE bulkhead.claim_floor AS f
+     SET floor_id = least(f.floor_id, (SELECT min(c.id) FROM chosen c)),
+         generation = f.generation + 1
+   WHERE f.one AND EXISTS (SELECT FROM chosen)
 )
 SELECT (SELECT count(*) FROM replayed) AS jobs,
        (SELECT count(*) FROM replayed WHERE state = 'available') AS available,

@@ -45,17 +45,22 @@ CASE WHEN claimed.old_secrets_until > now() THEN
 -- its ctid, which prunes the ranges to the row's own at run time (a TID scan of one range), and
 -- on one table costs nothing (the TID scan stays, `id` a filter). Every statement that reaches
 -- a row by its ctid does the same (tests/schema/jobs_in_ranges.sql runs the tests on ranges).
+--
+-- Every read of jobs here and in the fragments below starts at the claim floor $18 (ADR 0027):
+-- no job below it can be claimed, and on ranges the generic plan leaves the ranges below it
+-- out when it starts. On one table it is a filter on the index's own `id`.
 SELECT d.*
     FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
-             AND k.scheduled_at <= now()
+             AND k.scheduled_at <= now() AND k.id >= $18
              AND {{gate}}
            ORDER BY k.scheduled_at, k.id
            LIMIT $2 + $14::int) AS w
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
            FROM bulkhead.jobs j
-          WHERE j.id = w.id AND j.ctid = w.ctid AND j.state = 'available' AND {{untouched(j)}}
+          WHERE j.id = w.id AND j.ctid = w.ctid AND j.id >= $18 AND j.state = 'available'
+            AND {{untouched(j)}}
             FOR UPDATE SKIP LOCKED) AS d
    WHERE {{uncapped(w, least($2, ($9 + 1) / 2))}}
    LIMIT $2
@@ -125,7 +130,7 @@ SELECT r.*
 -- skips a whole backlog, however long); the first of all when `after` is the lowest pair.
 SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
            FROM bulkhead.jobs h
-          WHERE h.state = 'available' AND (h.channel_id, h.priority) > {{after}}
+          WHERE h.state = 'available' AND (h.channel_id, h.priority) > {{after}} AND h.id >= $18
           ORDER BY h.channel_id, h.priority, h.scheduled_at, h.id
           LIMIT 1
 
@@ -160,7 +165,7 @@ SELECT next.*
            FROM bulkhead.jobs j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
-            AND {{untouched(j)}}
+            AND j.id >= $18 AND {{untouched(j)}}
             AND NOT EXISTS (SELECT FROM picked p WHERE p.id = j.id)
           ORDER BY j.scheduled_at, j.id
           LIMIT greatest(least(g.room, $12), 0)

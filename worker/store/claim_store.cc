@@ -139,7 +139,8 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
              .look_ahead = std::max(limits.look_ahead, 0),
              .heads_after_channel = limits.heads_after_channel,
              .heads_after_priority = limits.heads_after_priority,
-             .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit)});
+             .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit),
+             .claim_floor = limits.claim_floor});
   });
   std::vector<ClaimedJob> jobs;
   jobs.reserve(rows.size());
@@ -161,6 +162,7 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     if (!rows.empty()) {
       windows->kept = static_cast<int>(rows[0].windows_kept);
       windows->heads = static_cast<int>(rows[0].heads);
+      windows->claim_floor = rows[0].claim_floor;
     }
     if (!rows.empty() && rows[0].last_channel) {
       windows->stopped = true;

@@ -26,6 +26,7 @@
 -- param $15 heads_after_channel bigint: the skip scan starts after ($15, $16)
 -- param $16 heads_after_priority smallint
 -- param $17 max_heads integer: heads the skip scan visits at most
+-- param $18 claim_floor bigint: no job below this id is read (the last claim's claim_floor)
 -- column id bigint?: NULL (and every job column) in the one row of a claim that took nothing
 -- column channel_id bigint?
 -- column tenant_id bigint?
@@ -43,6 +44,7 @@
 -- column heads bigint: heads the skip scan visited
 -- column last_channel bigint?: where the skip scan stopped (NULL: it did not run)
 -- column last_priority smallint?
+-- column claim_floor bigint: bulkhead.claim_floor now, for the next claim's $18
 -- The heart of the queue.
 --
 -- - One statement, one round trip: it picks and locks, marks the jobs executing with attempt + 1,
@@ -100,6 +102,11 @@
 --   jobs behind waited for a claim that began with it at its cap (p50 40 ms beside a
 --   300,000-job burst). It costs a descent per (channel, priority) with available jobs in any
 --   queue, due or not, up to $17 (below).
+-- - The claim floor $18 (ADR 0027): every read of jobs starts at it, the lowest id a claimable
+--   job can have, which the leader raises as the oldest jobs finish and a replay lowers. Each
+--   claim returns the floor as it is now, for the next. On jobs in ranges of ids, the generic
+--   plan leaves the ranges below it out when it starts. A floor passed too low costs reads,
+--   never a job; one passed too high (a replay since) leaves the replayed jobs to the next claim.
 -- - jobs_claim holds only `available` rows, so parked, executing and finished jobs are never
 --   in the way however many there are. Priority 2 is no longer written (it was the demoted
 --   backlog); rows left at it by an older version are claimed after the fresh ones, as before.
@@ -206,7 +213,7 @@ WITH RECURSIVE flying AS (
            FROM bulkhead.jobs j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
-            AND {{untouched(j)}}
+            AND j.id >= $18 AND {{untouched(j)}}
           ORDER BY j.scheduled_at, j.id
           LIMIT greatest(least(g.room, $2), 0)
             FOR UPDATE SKIP LOCKED) AS next
@@ -242,7 +249,7 @@ WITH RECURSIVE flying AS (
          attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
     FROM claiming, bulkhead.channels AS ch,
          LATERAL (SELECT {{flowing}}) AS flow(ok)
-   WHERE j.id = claiming.id AND j.ctid = claiming.ctid AND ch.id = j.channel_id
+   WHERE j.id = claiming.id AND j.ctid = claiming.ctid AND j.id >= $18 AND ch.id = j.channel_id
   RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
             ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until,
             ch.rate_limit_per_s
@@ -256,7 +263,10 @@ WITH RECURSIVE flying AS (
        (SELECT count(*) FROM heads) AS heads,
        -- Where the skip scan stopped (NULL when it did not run): the next claim's cursor.
        (SELECT h.channel_id FROM heads h ORDER BY h.step DESC LIMIT 1) AS last_channel,
-       (SELECT h.priority FROM heads h ORDER BY h.step DESC LIMIT 1) AS last_priority
+       (SELECT h.priority FROM heads h ORDER BY h.step DESC LIMIT 1) AS last_priority,
+       -- By its key: with seq scans off, a seq scan of even this one-row table costs the plan
+       -- 10^10, past jit_above_cost, and JIT compiled the claim (8 s a call on 17 ranges).
+       (SELECT f.floor_id FROM bulkhead.claim_floor f WHERE f.one) AS claim_floor
 )
 SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claimed.max_attempts,
        claimed.payload, claimed.url, claimed.secret,

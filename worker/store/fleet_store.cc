@@ -94,6 +94,15 @@ int FleetStore::PruneFinished(int64_t retention_ms, int batch) {
   return pruned;
 }
 
+int FleetStore::RaiseClaimFloor(int64_t step) {
+  // Autocommit: the highest id is read before the lockers are listed, and the walk's snapshot
+  // is taken after the bound it reads was settled.
+  pqxx::nontransaction tx(conn_, "claim_floor");
+  const int64_t highest = sql::HighestJobId::RunOne(tx).id;
+  sql::SettleClaimFloor::RunOne(tx, {.highest = highest});
+  return static_cast<int>(sql::AdvanceClaimFloor::Run(tx, {.step = step}));
+}
+
 int FleetStore::PruneOldSecrets() {
   pqxx::work tx(conn_, "prune_old_secrets");
   const sql::PruneOldSecrets::Row row = sql::PruneOldSecrets::RunOne(tx);

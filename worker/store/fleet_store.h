@@ -68,6 +68,11 @@ class FleetStore {
   int ForgetSleepers();
   // Deletes up to `batch` jobs finished over `retention_ms` ago. Returns how many.
   int PruneFinished(int64_t retention_ms, int batch);
+  // Moves the claim floor (ADR 0027): settles its pending bound when the transactions that
+  // held bulkhead.jobs at its reading have ended, then raises the floor to the first unfinished
+  // job, passing at most `step` ids. Each statement in its own transaction, in that order.
+  // Returns 1 when the floor rose, 0 when it stayed.
+  int RaiseClaimFloor(int64_t step);
   // Deletes old channel secrets whose rotation window ended and clears the claim's gate of
   // channels left without any. Returns the secrets deleted.
   int PruneOldSecrets();

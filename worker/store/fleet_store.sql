@@ -235,6 +235,69 @@ DELETE FROM bulkhead.jobs
    AND state IN ('completed', 'discarded', 'cancelled')
    AND finished_at < now() - $1 * interval '1 millisecond'
 
+-- name: HighestJobId
+-- The highest id of a committed job (0 for none): SettleClaimFloor's bound, read just before it.
+-- column id bigint
+-- One descent of jobs_pkey from its end. Committed rows only, which is what the floor needs: an
+-- id below it was drawn before it, so its transaction either ended already or still holds its
+-- lock on bulkhead.jobs when SettleClaimFloor, the next statement, lists the lockers.
+SELECT coalesce((SELECT j.id FROM bulkhead.jobs j ORDER BY j.id DESC LIMIT 1), 0) AS id
+
+-- name: SettleClaimFloor
+-- Settles the floor's pending bound once its lockers have ended; $1 + 1 is the next one.
+-- param $1 highest bigint: HighestJobId, read in the statement before
+-- column settled_below bigint
+-- ADR 0027 (migration 0017). The pending bound was one above the highest committed id when it
+-- was read, and its lockers every transaction that held a ROW EXCLUSIVE lock on bulkhead.jobs
+-- right after. When none of them is left, every id below the bound was drawn by a transaction
+-- that has ended (an INSERT takes that lock before its id's default runs and keeps it until its
+-- transaction ends; a vacuum's lock, which can last minutes, is another mode), so the bound
+-- settles: the next snapshot sees every row below it as it stays. Then $1 + 1 and today's
+-- lockers become the pending bound; until then the bound waits (a long application
+-- transaction that enqueued holds it back, and so holds the floor). Lockers are virtual
+-- transaction ids, which name one transaction of one backend; a prepared transaction has no
+-- backend and stays listed until it is committed or rolled back. The leader's own locks are
+-- left out. pg_locks is read as one view of the lock table, by any role.
+WITH lockers AS (
+  SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}') AS now
+    FROM pg_locks l
+   WHERE l.locktype = 'relation' AND l.relation = 'bulkhead.jobs'::regclass
+     AND l.mode = 'RowExclusiveLock'
+     AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+     AND l.pid IS DISTINCT FROM pg_backend_pid()
+)
+UPDATE bulkhead.claim_floor AS f
+   SET settled_below = CASE WHEN s.ended THEN greatest(f.settled_below, f.pending_below)
+                            ELSE f.settled_below END,
+       pending_below = CASE WHEN s.ended THEN $1::bigint + 1 ELSE f.pending_below END,
+       pending_lockers = CASE WHEN s.ended THEN s.now ELSE f.pending_lockers END
+  FROM (SELECT c.pending_below IS NULL OR NOT (c.pending_lockers && l.now) AS ended, l.now
+          FROM bulkhead.claim_floor c, lockers l) AS s
+RETURNING f.settled_below
+
+-- name: AdvanceClaimFloor
+-- Raises the claim floor to the first unfinished job, at most $1 ids on, below settled_below.
+-- param $1 step bigint: ids one call may pass at most
+-- ADR 0027. The walk goes up jobs_pkey from the floor and stops at the first job that is not
+-- finished (available, executing, parked: any of them may still be claimed), or at the settled
+-- bound, or $1 ids on, so one call reads at most $1 rows; a floor far behind (a first run beside
+-- a week of history) catches up over several calls. A row below the settled bound that the walk
+-- saw finished stays finished, but for a replay, which bumps the generation in the statement that
+-- makes jobs claimable again: if one committed after this statement's snapshot, the condition on
+-- the generation, checked again on the row's newest version, leaves the floor where the replay
+-- put it.
+UPDATE bulkhead.claim_floor AS f
+   SET floor_id = n.floor_id, advanced_at = now()
+  FROM (SELECT c.generation,
+               coalesce((SELECT j.id FROM bulkhead.jobs j
+                          WHERE j.id >= c.floor_id AND j.id < c.upto
+                            AND j.state NOT IN ('completed', 'discarded', 'cancelled')
+                          ORDER BY j.id
+                          LIMIT 1), c.upto) AS floor_id
+          FROM (SELECT b.generation, b.floor_id, least(b.settled_below, b.floor_id + $1) AS upto
+                  FROM bulkhead.claim_floor b) AS c) AS n
+ WHERE f.generation = n.generation AND n.floor_id > f.floor_id
+
 -- name: PruneOldSecrets
 -- Deletes old channel secrets whose window ended and clears the gate of channels left without any.
 -- column pruned bigint

@@ -42,9 +42,9 @@ struct TokenRequest {
 };
 struct TokenGrant {
   int64_t channel = 0;
-  int granted = 0;        // of the jobs wanted, how many may go now
-  double rate = 0;        // the channel's limit now; 0: none any more (all were granted)
-  double tat_in_ms = 0;   // how far the bucket's theoretical arrival time lies ahead of now
+  int granted = 0;       // of the jobs wanted, how many may go now
+  double rate = 0;       // the channel's limit now; 0: none any more (all were granted)
+  double tat_in_ms = 0;  // how far the bucket's theoretical arrival time lies ahead of now
 };
 
 // The outcome of one attempt, to be written back.
@@ -91,6 +91,9 @@ struct ClaimLimits {
   int64_t heads_after_channel = 0;
   int heads_after_priority = 0;
   int max_heads = 0;
+  // The claim floor (Claim's $18, ADR 0027): no job below this id is read. The runner passes
+  // the floor its last claim returned; 0 reads from the lowest id.
+  int64_t claim_floor = 0;
   // The skip scan's bound for a claim of `limit`: twice the limit, at least 64.
   static int HeadsFor(int limit) { return limit * 2 > 64 ? limit * 2 : 64; }
 };
@@ -108,6 +111,8 @@ struct ClaimWindows {
   bool stopped = false;
   int64_t last_channel = 0;
   int last_priority = 0;
+  // bulkhead.claim_floor when the claim ran: the next claim's ClaimLimits::claim_floor.
+  int64_t claim_floor = 0;
 };
 
 // A claimed job to give back unattempted (shutdown).

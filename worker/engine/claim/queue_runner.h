@@ -262,7 +262,7 @@ class QueueRunner {
   RepeatedEvent probes_log_;
   RepeatedEvent retries_log_[3];  // failed, timeout, refused
   RepeatedEvent discarded_log_;
-  RepeatedEvent blocked_log_;  // SSRF refusals: discarded at once, logged apart
+  RepeatedEvent blocked_log_;       // SSRF refusals: discarded at once, logged apart
   RepeatedEvent rate_limited_log_;  // jobs a rate limit sent back
 
   // Caps reached, counted and summarized (runner thread; see cap_summary.h).
@@ -271,6 +271,9 @@ class QueueRunner {
   // thread only; see window_look_ahead.h).
   WindowLookAhead look_ahead_;
   SkipScanCursor heads_;  // where the next claim's skip scan starts (issue 34)
+  // The claim floor the last claim returned, which the next one passes (runner thread only;
+  // ADR 0027). 0 until the first claim: it reads from the lowest id.
+  int64_t claim_floor_ = 0;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;

@@ -35,12 +35,17 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
       heads_.Apply(limits);
+      limits.claim_floor = claim_floor_;
       ClaimWindows windows;
       const auto started = std::chrono::steady_clock::now();
       std::vector<ClaimedJob> jobs = store_.Claim(options_.tier.name, limit, options_.node, limits,
                                                   &parked, nullptr, &windows);
       look_ahead_.Saw(windows);
       heads_.Saw(windows);
+      // A replay lowers the floor (ADR 0027); a claim that passed the old one and took nothing
+      // may have missed the replayed jobs, so it runs again at once with the new one.
+      const bool floor_fell = windows.claim_floor < limits.claim_floor;
+      claim_floor_ = windows.claim_floor;
       // Lending takes from the skip scan's heads, which exist only when something was held
       // back: a claim that took rows without them had nothing to lend. (One that took nothing
       // reports nothing, and may have been held back entirely.)
@@ -60,6 +65,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       // The service's backoff, seeded once: seeding one from std::random_device on every claim
       // was 1 % of the node's CPU at 8,000 deliveries a second (perf).
       service_.Succeeded();
+      if (floor_fell && *taken == 0) continue;
       return jobs;
     } catch (const std::exception& e) {
       wait = service_.Failed();  // 100 ms doubling to 5 s, jittered

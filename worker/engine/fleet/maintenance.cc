@@ -9,6 +9,9 @@ namespace {
 constexpr int64_t kForgetNodesAfterMs = 3'600'000;
 // Prune batches per run, at most: a backlog of old rows is worked off over several minutes.
 constexpr int kMaxPruneBatches = 100;
+// Ids the claim floor passes per round, at most (ADR 0027): a floor behind a week of history
+// catches up over a few rounds, each reading at most this many rows.
+constexpr int64_t kClaimFloorStep = 100'000;
 
 }  // namespace
 
@@ -84,6 +87,8 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
     }
     // Their runners' sleeping marks too: enqueues would notify them for nothing.
     store.ForgetSleepers();
+    // The claim floor, after the rescue: jobs the rescue returned hold it where they are.
+    store.RaiseClaimFloor(kClaimFloorStep);
   }
   if (now >= next_park_) {
     next_park_ = now + options_.park_every;

@@ -10,7 +10,8 @@
 // What the leader does:
 // - every `rescue_every` (2 s): returns the executing jobs of nodes whose lease ran out to
 //   the queue (FleetStore::RescueLost), so a node killed mid-delivery costs its jobs one lease
-//   (15 s by default) plus up to 2 s, not a fixed job timeout;
+//   (15 s by default) plus up to 2 s, not a fixed job timeout; then raises the claim floor, the
+//   lowest id a claimable job can have (FleetStore::RaiseClaimFloor, ADR 0027);
 // - every second: parks jobs that slipped in as available behind an opening breaker;
 // - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker);
 // - every minute: prunes finished jobs older than the retention, in batches of 10,000 until a
