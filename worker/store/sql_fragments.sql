@@ -89,15 +89,13 @@ coalesce(extract(epoch FROM now() - (
 -- jobs beside 60,000 available).
 UPDATE bulkhead.jobs AS j
      SET state = 'parked', priority = 3
-    FROM (SELECT unnest(c.ids) AS id, unnest(c.ctids) AS ctid
-            FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
-                    FROM (SELECT k.id, k.ctid FROM {{changed}}
+    FROM {{id_ctid_pairs((SELECT k.id, k.ctid FROM {{changed}}
                            CROSS JOIN LATERAL (
                                  SELECT k.id, k.ctid FROM bulkhead.jobs k
                                   WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
                                   ORDER BY k.priority, k.scheduled_at, k.id
                                   LIMIT {{batch}}) AS k
-                           LIMIT {{batch}}) AS k) AS c) AS t
+                           LIMIT {{batch}}))}} AS t
    WHERE j.id = t.id AND j.ctid = t.ctid
   RETURNING j.channel_id
 
@@ -111,18 +109,24 @@ UPDATE bulkhead.jobs AS j
 -- job: 100,000 in about 1.1 s here (load/park_bench.sh).
 UPDATE bulkhead.jobs AS j
      SET state = 'available'
-    FROM (SELECT unnest(c.ids) AS id, unnest(c.ctids) AS ctid
-            FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids
-                    FROM (SELECT k.id, k.ctid FROM {{changed}}
+    FROM {{id_ctid_pairs((SELECT k.id, k.ctid FROM {{changed}}
                            CROSS JOIN LATERAL (
                                  SELECT k.id, k.ctid FROM bulkhead.jobs k
                                   WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
                                   ORDER BY k.scheduled_at, k.id
                                   LIMIT {{batch}}) AS k
                            WHERE {{condition}}
-                           LIMIT {{batch}}) AS k) AS c) AS t
+                           LIMIT {{batch}}))}} AS t
    WHERE j.id = t.id AND j.ctid = t.ctid
   RETURNING j.channel_id, j.queue
+
+-- fragment: id_ctid_pairs(rows)
+-- The rows (id, ctid) of the parenthesized select `rows`, one pair a row, for park_backlog and
+-- unpark_backlog to join jobs on by both columns: two arrays built together and unnested
+-- together in the select list, which pairs them by position and needs no tuplestore (a
+-- 100,000-job park spilled 416 temp blocks through one).
+(SELECT unnest(c.ids) AS id, unnest(c.ctids) AS ctid
+   FROM (SELECT array_agg(k.id) AS ids, array_agg(k.ctid) AS ctids FROM {{rows}} AS k) AS c)
 
 -- fragment: wake_queues(moved)
 -- NOTIFY bulkhead_jobs once per queue that got jobs back (the CTE `moved`, with a `queue`
