@@ -85,6 +85,7 @@ TEST_F(DatabaseConnectionTest, AConnectionGetsItsSettingsAfterConnectingAndItsNa
   SetConnectionNode("node-a");
   auto conn = OpenConnection(WithSessionSettings(conninfo(), {5000, 1234, 10000, 10000}), "record");
   EXPECT_EQ(Show(*conn, "statement_timeout"), "1234ms");
+  EXPECT_EQ(Show(*conn, "jit"), "off");  // ADR 0027
   EXPECT_EQ(Show(*conn, "application_name"), "bulkhead:node-a:record");
 }
 
@@ -146,7 +147,7 @@ TEST_F(DatabaseConnectionTest, APooledConnectionMakesItsSettingsInEachTransactio
   auto conn = OpenPooledConnection(
       WithSessionSettings(pgbouncer.ConnectionString(dbname()), {5000, 1234, 10000, 10000}),
       "record", &settings);
-  ASSERT_EQ(settings, (SessionSettings{{"statement_timeout", "1234"}}));
+  ASSERT_EQ(settings, (SessionSettings{{"statement_timeout", "1234"}, {"jit", "off"}}));
   PooledMark mark(*conn, settings);
   AddPooledSettings(*conn, {{"enable_seqscan", "off"}});
   ASSERT_TRUE(IsPooled(*conn));
@@ -155,6 +156,7 @@ TEST_F(DatabaseConnectionTest, APooledConnectionMakesItsSettingsInEachTransactio
     ApplyPooledSettings(tx);
     EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "1234ms");
     EXPECT_EQ(tx.exec1("SHOW enable_seqscan")[0].as<std::string>(), "off");
+    EXPECT_EQ(tx.exec1("SHOW jit")[0].as<std::string>(), "off");
     // And it holds: a statement past it is cancelled (which ends the transaction).
     EXPECT_THROW(tx.exec0("SELECT pg_sleep(3)"), pqxx::sql_error);
   }

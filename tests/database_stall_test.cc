@@ -36,24 +36,26 @@ TEST(SessionSettingsTest, AddsTimeoutsAndKeepalivesToAUrlOrKeywordString) {
   EXPECT_EQ(WithSessionSettings("postgresql://app@db.internal:5433/jobs", defaults),
             "connect_timeout='5' dbname='jobs' host='db.internal' keepalives='1' "
             "keepalives_count='3' keepalives_idle='10' keepalives_interval='2' "
-            "options='-c statement_timeout=60000' port='5433' tcp_user_timeout='10000' "
-            "user='app'");
+            "options='-c statement_timeout=60000 -c jit=off' port='5433' "
+            "tcp_user_timeout='10000' user='app'");
   EXPECT_EQ(WithSessionSettings("host=/run/pg dbname=x", {1500, 0, 0, 0}),
-            "connect_timeout='2' dbname='x' host='/run/pg'");
+            "connect_timeout='2' dbname='x' host='/run/pg' options='-c jit=off'");
   // Empty: libpq's PG* variables still apply to everything not named.
-  EXPECT_EQ(WithSessionSettings("", {0, 30000, 0, 0}), "options='-c statement_timeout=30000'");
+  EXPECT_EQ(WithSessionSettings("", {0, 30000, 0, 0}),
+            "options='-c statement_timeout=30000 -c jit=off'");
 }
 
 TEST(SessionSettingsTest, KeepsWhatTheOperatorSet) {
   EXPECT_EQ(WithSessionSettings("dbname=x connect_timeout=30 options='-c search_path=a'",
                                 {5000, 1000, 0, 0}),
             "connect_timeout='30' dbname='x' "
-            "options='-c search_path=a -c statement_timeout=1000'");
-  EXPECT_EQ(WithSessionSettings("dbname=x options='-c statement_timeout=5s'", {0, 1000, 0, 0}),
-            "dbname='x' options='-c statement_timeout=5s'");
+            "options='-c search_path=a -c statement_timeout=1000 -c jit=off'");
+  EXPECT_EQ(WithSessionSettings("dbname=x options='-c statement_timeout=5s -c jit=on'",
+                                {0, 1000, 0, 0}),
+            "dbname='x' options='-c statement_timeout=5s -c jit=on'");
   // Quotes and backslashes in a value survive the round trip.
   EXPECT_EQ(WithSessionSettings("dbname='it\\'s' password='a\\\\b'", {0, 0, 0, 0}),
-            "dbname='it\\'s' password='a\\\\b'");
+            "dbname='it\\'s' options='-c jit=off' password='a\\\\b'");
   // What libpq cannot parse is passed on as it is, for libpq's own error.
   EXPECT_EQ(WithSessionSettings("dbname='unterminated", {}), "dbname='unterminated");
 }

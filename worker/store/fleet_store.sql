@@ -272,7 +272,9 @@ UPDATE bulkhead.claim_floor AS f
        pending_below = CASE WHEN s.ended THEN $1::bigint + 1 ELSE f.pending_below END,
        pending_lockers = CASE WHEN s.ended THEN s.now ELSE f.pending_lockers END
   FROM (SELECT c.pending_below IS NULL OR NOT (c.pending_lockers && l.now) AS ended, l.now
-          FROM bulkhead.claim_floor c, lockers l) AS s
+          FROM bulkhead.claim_floor c, lockers l
+         WHERE c.one) AS s
+ WHERE f.one
 RETURNING f.settled_below
 
 -- name: AdvanceClaimFloor
@@ -285,7 +287,8 @@ RETURNING f.settled_below
 -- saw finished stays finished, but for a replay, which bumps the generation in the statement that
 -- makes jobs claimable again: if one committed after this statement's snapshot, the condition on
 -- the generation, checked again on the row's newest version, leaves the floor where the replay
--- put it.
+-- put it. The floor's row is named by its key (`one`) everywhere: an unanalyzed table is
+-- planned as 800 rows, and the join of two such put this plan past jit_above_cost.
 UPDATE bulkhead.claim_floor AS f
    SET floor_id = n.floor_id, advanced_at = now()
   FROM (SELECT c.generation,
@@ -295,8 +298,9 @@ UPDATE bulkhead.claim_floor AS f
                           ORDER BY j.id
                           LIMIT 1), c.upto) AS floor_id
           FROM (SELECT b.generation, b.floor_id, least(b.settled_below, b.floor_id + $1) AS upto
-                  FROM bulkhead.claim_floor b) AS c) AS n
- WHERE f.generation = n.generation AND n.floor_id > f.floor_id
+                  FROM bulkhead.claim_floor b
+                 WHERE b.one) AS c) AS n
+ WHERE f.one AND f.generation = n.generation AND n.floor_id > f.floor_id
 
 -- name: PruneOldSecrets
 -- Deletes old channel secrets whose window ended and clears the gate of channels left without any.

@@ -13,6 +13,8 @@
 //                        keepalive_idle, every idle / 5 (at least 1 s), 3 unanswered → dead
 //   statement_timeout    a statement the server runs too long (as `-c` in `options`, which
 //                        OpenConnection, database_connection.h, sets after connecting)
+// and, beside them, `-c jit=off` (unless the operator's options name jit): JIT compiling one of
+// a node's short statements costs more than running it, up to seconds (ADR 0027).
 // A keyword the operator set in the connection string (URL or keyword/value) is kept as they set
 // it; for `options`, theirs come first and statement_timeout is added unless they set it. A
 // value of 0 leaves that setting to libpq's (or the server's) default.
