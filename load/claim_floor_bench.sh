@@ -62,16 +62,7 @@ SELECT 'default', c.tenant_id, c.id, 'completed', jsonb_build_object('n', g), 1,
  CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (1 - g::float8 / $history)) AS f(at);
 SQL
   psql "$db" -c "VACUUM ANALYZE bulkhead.jobs"
-  local i
-  for ((i = 0; i < history / 100000 + 3; i++)); do
-    psql "$db" -At >/dev/null <<SQL
-PREPARE settle (bigint) AS $(statement settle_claim_floor);
-PREPARE advance (bigint) AS $(statement advance_claim_floor);
-$(statement highest_job_id) \gset
-EXECUTE settle(:id);
-EXECUTE advance(100000);
-SQL
-  done
+  raise_claim_floor "$db" "$history"
   psql "$db" -c "SELECT count(bulkhead.enqueue(1 + g % $channels, '{}'::jsonb))
                    FROM generate_series(1, $burst) g" >/dev/null
   psql "$db" -c "CHECKPOINT"

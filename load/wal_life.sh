@@ -94,15 +94,7 @@ fi
 # shellcheck source=load/statement.sh
 source load/statement.sh
 if [ -n "$(statement advance_claim_floor)" ]; then
-  for _ in $(seq $((history / 100000 + 3))); do
-    psql "$db" -q -At >/dev/null <<SQL
-PREPARE settle (bigint) AS $(statement settle_claim_floor);
-PREPARE advance (bigint) AS $(statement advance_claim_floor);
-$(statement highest_job_id) \gset
-EXECUTE settle(:id);
-EXECUTE advance(100000);
-SQL
-  done
+  raise_claim_floor "$db" "$history"
   echo "claim floor before the burst: $(psql "$db" -At -c "SELECT floor_id FROM bulkhead.claim_floor")"
 fi
 
