@@ -50,9 +50,9 @@ TEST(SessionSettingsTest, KeepsWhatTheOperatorSet) {
                                 {5000, 1000, 0, 0}),
             "connect_timeout='30' dbname='x' "
             "options='-c search_path=a -c statement_timeout=1000 -c jit=off'");
-  EXPECT_EQ(WithSessionSettings("dbname=x options='-c statement_timeout=5s -c jit=on'",
-                                {0, 1000, 0, 0}),
-            "dbname='x' options='-c statement_timeout=5s -c jit=on'");
+  EXPECT_EQ(
+      WithSessionSettings("dbname=x options='-c statement_timeout=5s -c jit=on'", {0, 1000, 0, 0}),
+      "dbname='x' options='-c statement_timeout=5s -c jit=on'");
   // Quotes and backslashes in a value survive the round trip.
   EXPECT_EQ(WithSessionSettings("dbname='it\\'s' password='a\\\\b'", {0, 0, 0, 0}),
             "dbname='it\\'s' options='-c jit=off' password='a\\\\b'");
