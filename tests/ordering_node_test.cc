@@ -394,7 +394,8 @@ TEST_F(OrderingNodeTest, AHeadInFlightOnAKilledNodeIsRescuedAndItsKeyStillArrive
   ASSERT_TRUE(WaitFor("(SELECT state = 'executing' FROM bulkhead.jobs WHERE id = " + Str(k[0]) +
                       ")"))
       << Rows(k);
-  ASSERT_TRUE(testing::PollUntil([&] { return answers.AttemptsOf(k[0]) == 1; }, seconds(30)));
+  ASSERT_TRUE(testing::PollUntil([&] { return answers.AttemptsOf(k[0]) == 1; }, seconds(30)))
+      << Rows(k) << "\n" << a.Log();
   a.Signal(SIGKILL);
   a.Wait(seconds(10));
   // The head is stranded on the dead node; the rest of K is held.
