@@ -94,9 +94,10 @@ TEST(Metrics, EveryRegisteredFamilyIsInTheDocsTableAndNoOther) {
        {"bulkhead_deliveries_total", "bulkhead_delivery_duration_seconds",
         "bulkhead_queue_wait_seconds", "bulkhead_inflight", "bulkhead_workers", "bulkhead_breakers",
         "bulkhead_breaker_transitions_total", "bulkhead_jobs", "bulkhead_queue_lag_seconds",
-        "bulkhead_capped_total", "bulkhead_parked_total", "bulkhead_claim_duration_seconds",
-        "bulkhead_completion_batch_size", "bulkhead_rescued_total", "bulkhead_reconnects_total",
-        "process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds"}) {
+        "bulkhead_claim_floor_age_seconds", "bulkhead_capped_total", "bulkhead_parked_total",
+        "bulkhead_claim_duration_seconds", "bulkhead_completion_batch_size",
+        "bulkhead_rescued_total", "bulkhead_reconnects_total", "process_cpu_seconds_total",
+        "process_resident_memory_bytes", "process_open_fds"}) {
     EXPECT_TRUE(registered.count(name)) << name;
   }
 }
@@ -164,11 +165,13 @@ TEST(Metrics, ALeaderThatStepsDownExportsNoFleetSeries) {
   sample.jobs = {{"default", "parked", 7}, {"bulk", "parked", 2}};
   sample.lag_s = {{"default", 3.5}};
   sample.ordering_held = {{"default", 12}, {"bulk", 0}};
+  sample.claim_floor_age_s = 604800;
   metrics.SetFleetSample(sample);
   std::string text = metrics.Scrape();
   EXPECT_NE(text.find("bulkhead_jobs{state=\"parked\",tier=\"default\"} 7"), std::string::npos)
       << text;
   EXPECT_NE(text.find("bulkhead_ordering_held{tier=\"default\"} 12"), std::string::npos) << text;
+  EXPECT_NE(text.find("bulkhead_claim_floor_age_seconds 604800\n"), std::string::npos) << text;
   EXPECT_NE(text.find("bulkhead_leader 1"), std::string::npos);
   sample.jobs = {{"default", "parked", 5}};  // the bulk tier is gone: its series goes too
   sample.ordering_held = {{"default", 12}};
@@ -181,6 +184,7 @@ TEST(Metrics, ALeaderThatStepsDownExportsNoFleetSeries) {
   EXPECT_EQ(text.find("bulkhead_jobs{"), std::string::npos) << text;
   EXPECT_EQ(text.find("bulkhead_queue_lag_seconds{"), std::string::npos) << text;
   EXPECT_EQ(text.find("bulkhead_ordering_held{"), std::string::npos) << text;
+  EXPECT_EQ(text.find("bulkhead_claim_floor_age_seconds "), std::string::npos) << text;
   EXPECT_NE(text.find("bulkhead_leader 0"), std::string::npos);
 }
 

@@ -193,7 +193,9 @@ TEST_F(ObservabilityTest, OnlyTheLeaderExportsTheFleetCountsItSampled) {
   EnqueueMany(waiting, 3);
   {
     pqxx::work tx(db());
-    tx.exec("UPDATE bulkhead.jobs SET scheduled_at = now() - interval '90 s'");
+    tx.exec(
+        "UPDATE bulkhead.jobs SET scheduled_at = now() - interval '90 s', "
+        "created_at = now() - interval '90 s'");
     tx.commit();
   }
   NodeProcess a(NodeConfig("node-a"), {{"default", Tier(2)}});
@@ -208,6 +210,8 @@ TEST_F(ObservabilityTest, OnlyTheLeaderExportsTheFleetCountsItSampled) {
   EXPECT_EQ(Sample(leader.body, "bulkhead_breakers", {{"tier", "bulk"}, {"state", "open"}}), 0);
   EXPECT_GE(Sample(leader.body, "bulkhead_queue_lag_seconds", {{"tier", "bulk"}}).value_or(0), 90);
   EXPECT_EQ(Sample(leader.body, "bulkhead_queue_lag_seconds", {{"tier", "default"}}), 0);
+  // The claim floor stands at the first of the waiting jobs (ADR 0027).
+  EXPECT_GE(Sample(leader.body, "bulkhead_claim_floor_age_seconds").value_or(0), 90);
 
   NodeProcess b(NodeConfig("node-b"), {{"default", Tier(2)}});
   b.Start(url());
@@ -219,6 +223,7 @@ TEST_F(ObservabilityTest, OnlyTheLeaderExportsTheFleetCountsItSampled) {
   follower = HttpGet(Url(b, "/metrics"));
   EXPECT_NE(follower.body.find("bulkhead_leader 0"), std::string::npos) << follower.body;
   EXPECT_EQ(follower.body.find("bulkhead_jobs{"), std::string::npos) << follower.body;
+  EXPECT_EQ(Sample(follower.body, "bulkhead_claim_floor_age_seconds"), std::nullopt);
 }
 
 TEST_F(ObservabilityTest, ReadyzGoesUnreadyWhileTheDatabaseIsAwayAndReadyAfter) {
@@ -295,7 +300,8 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   for (const auto& [tier, held] : counts.ordering_held) {
     EXPECT_EQ(held, tier == "default" ? 4 : 0) << tier;
   }
-  for (const char* statement : {"sample_jobs", "sample_breakers", "sample_lag", "sample_ordering"}) {
+  for (const char* statement : {"sample_jobs", "sample_breakers", "sample_lag", "sample_ordering",
+                                "sample_claim_floor"}) {
     std::string plan;
     for (const auto& row :
          pqxx::nontransaction(db()).exec(std::string("EXPLAIN EXECUTE ") + statement)) {

@@ -503,6 +503,7 @@ std::vector<Case> Cases() {
       {"SampleJobs", "sample_jobs", Session::kFleet, "", -1, kUnfinished},
       {"SampleBreakers", "sample_breakers", Session::kFleet, "", 4},
       {"SampleLag", "sample_lag", Session::kFleet, "", 2},
+      {"SampleClaimFloor", "sample_claim_floor", Session::kFleet, "", 1},
       {"QueueStatus", "queue_status", Session::kAdmin, "", -1, kUnfinished},
       {"NodeStatus", "node_status", Session::kAdmin, "", -1,
        "SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing'"},

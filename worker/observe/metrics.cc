@@ -187,6 +187,13 @@ Metrics::Metrics(const std::string& version) : registry_(std::make_shared<promet
                             "their ordering key (counted to 100000); exported by the maintenance "
                             "leader only")
                         .Register(r);
+  claim_floor_age_ = &BuildGauge()
+                          .Name("bulkhead_claim_floor_age_seconds")
+                          .Help(
+                              "Age of the job the claim floor stands at: how far back every "
+                              "claim still reads (0 when every job is finished); exported by the "
+                              "maintenance leader only")
+                          .Register(r);
   completion_batch_size_ = &BuildHistogram()
                                 .Name("bulkhead_completion_batch_size")
                                 .Help("Results written per completion statement")
@@ -321,8 +328,8 @@ const Metrics::Tier& Metrics::ForTier(const std::string& tier) {
 
 void Metrics::SetFleetSample(const FleetCounts& sample) {
   std::lock_guard lock(mu_);
-  prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {jobs_, breakers_, lag_,
-                                                                     ordering_held_};
+  prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {
+      jobs_, breakers_, lag_, ordering_held_, claim_floor_age_};
   std::vector<prometheus::Gauge*> now[kFleetFamilies];
   for (const auto& c : sample.jobs) {
     auto& g = jobs_->Add({{"tier", c.tier}, {"state", c.state}});
@@ -344,6 +351,9 @@ void Metrics::SetFleetSample(const FleetCounts& sample) {
     g.Set(static_cast<double>(held));
     now[3].push_back(&g);
   }
+  auto& floor_age = claim_floor_age_->Add({});
+  floor_age.Set(sample.claim_floor_age_s);
+  now[4].push_back(&floor_age);
   // Series of a tier or state the sample no longer has (a tier dropped) go.
   for (int i = 0; i < kFleetFamilies; ++i) {
     for (prometheus::Gauge* old : fleet_series_[i]) {
@@ -356,8 +366,8 @@ void Metrics::SetFleetSample(const FleetCounts& sample) {
 
 void Metrics::ClearFleetSample() {
   std::lock_guard lock(mu_);
-  prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {jobs_, breakers_, lag_,
-                                                                     ordering_held_};
+  prometheus::Family<prometheus::Gauge>* families[kFleetFamilies] = {
+      jobs_, breakers_, lag_, ordering_held_, claim_floor_age_};
   for (int i = 0; i < kFleetFamilies; ++i) {
     for (prometheus::Gauge* old : fleet_series_[i]) families[i]->Remove(old);
     fleet_series_[i].clear();

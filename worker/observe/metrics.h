@@ -22,9 +22,9 @@
 //   Scrape (status server)       in-flight and worker gauges, process metrics from /proc
 //
 // Fleet-wide samples (`bulkhead_jobs`, `bulkhead_breakers`, `bulkhead_queue_lag_seconds`,
-// `bulkhead_ordering_held`) are
-// read by the maintenance leader only, every 15 s, from statements on partial indexes (never
-// a scan of finished rows, never per scrape). Only the leader exports them: a node that is
+// `bulkhead_ordering_held`, `bulkhead_claim_floor_age_seconds`) are read by the maintenance
+// leader only, every 15 s, from statements on partial indexes or one descent of the primary
+// key (never a scan of finished rows, never per scrape). Only the leader exports them: a node that is
 // not (or stops being) the leader has no such series, and `bulkhead_leader` says which node
 // is. A dashboard aggregates them with max by (tier, state): during a hand-over two nodes may
 // both show a sample for up to one scrape, and max never double-counts.
@@ -148,6 +148,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* breakers_;
   prometheus::Family<prometheus::Gauge>* lag_;
   prometheus::Family<prometheus::Gauge>* ordering_held_;
+  prometheus::Family<prometheus::Gauge>* claim_floor_age_;
   prometheus::Histogram* completion_batch_size_;
   prometheus::Counter* rescued_;
   prometheus::Counter* stranded_returned_;
@@ -167,8 +168,9 @@ class Metrics {
   // copied into the counters that mirror process-wide totals.
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Tier>> tiers_;
-  static constexpr int kFleetFamilies = 4;
-  std::vector<prometheus::Gauge*> fleet_series_[kFleetFamilies];  // jobs, breakers, lag, held
+  static constexpr int kFleetFamilies = 5;
+  // jobs, breakers, lag, held, claim floor age
+  std::vector<prometheus::Gauge*> fleet_series_[kFleetFamilies];
   double cpu_seen_ = 0;
   uint64_t reconnects_seen_ = 0;
   uint64_t database_errors_seen_ = 0;

@@ -125,7 +125,7 @@ std::pair<int64_t, int64_t> FleetStore::ParkBehindOpenBreakers() {
 }
 
 FleetCounts FleetStore::SampleFleet() {
-  // One read-only transaction: the four samples see one snapshot.
+  // One read-only transaction: the five samples see one snapshot.
   pqxx::read_transaction tx(conn_, "sample_fleet");
   FleetCounts counts;
   for (sql::SampleJobs::Row& row : sql::SampleJobs::Run(tx)) {
@@ -140,6 +140,7 @@ FleetCounts FleetStore::SampleFleet() {
   for (sql::SampleOrdering::Row& row : sql::SampleOrdering::Run(tx)) {
     counts.ordering_held.emplace_back(std::move(row.tier), row.held);
   }
+  counts.claim_floor_age_s = sql::SampleClaimFloor::RunOne(tx).age_s;
   tx.commit();
   return counts;
 }

@@ -448,6 +448,20 @@ SELECT t.name AS tier,
  GROUP BY t.name
  ORDER BY 1
 
+-- name: SampleClaimFloor
+-- The age of the job the claim floor stands at, 0 when every job is finished.
+-- column age_s double precision
+-- ADR 0027. The first job at or above the floor is the oldest that can still be claimed (the
+-- floor stops at the first available, executing or parked job), or, while the floor waits for
+-- an open transaction that enqueued, the first job drawn after the bound it waits on. Either
+-- way its age says how far back every claim still reads: a parked job of last week, or an
+-- application transaction open for an hour. One descent of jobs_pkey from the floor.
+SELECT coalesce(extract(epoch FROM now() - (
+         SELECT j.created_at FROM bulkhead.jobs j
+          WHERE j.id >= f.floor_id ORDER BY j.id LIMIT 1)), 0)::float8 AS age_s
+  FROM bulkhead.claim_floor f
+ WHERE f.one
+
 -- name: SampleOrdering
 -- Per tier, its deliveries held behind an earlier one of their ordering key, to 100,000.
 -- column tier text

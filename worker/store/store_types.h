@@ -172,6 +172,8 @@ struct FleetCounts {
   std::vector<std::pair<std::string, double>> lag_s;  // every tier: oldest claimable job's age
   // Every tier: deliveries held behind an earlier one of their ordering key, to 100,000.
   std::vector<std::pair<std::string, int64_t>> ordering_held;
+  // Fleet-wide: the age of the job the claim floor stands at (ADR 0027), 0 when none.
+  double claim_floor_age_s = 0;
 };
 
 // ---- Operators (AdminChannelStore, AdminJobsStore) ----------------------------------------------
