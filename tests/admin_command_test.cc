@@ -460,8 +460,9 @@ TEST(AdminCli, UsageErrorsExitTwoWithOneLine) {
   ExpectUsageError({"breaker", "reset", "7", "--force"}, "unknown option '--force'");
   ExpectUsageError({"breaker", "reset", "7", "--database"}, "--database needs a URL");
 
-  ExpectUsageError({"channel"},
-                   "missing subcommand (add, show, disable, enable, pause, resume, rotate-secret, set)");
+  ExpectUsageError(
+      {"channel"},
+      "missing subcommand (add, show, disable, enable, pause, resume, rotate-secret, set)");
   ExpectUsageError({"channel", "frobnicate", "7"}, "unknown subcommand 'frobnicate'");
   ExpectUsageError({"channel", "--database", "x", "pause", "7"}, "expected a subcommand");
   for (const char* verb : {"pause", "resume"}) {

@@ -1,5 +1,5 @@
-// `bulkhead channel add | show | disable | enable | rotate-secret | set` as an operator runs them: the
-// real binary against a real database, the rows they change, what enqueue does afterwards, and
+// `bulkhead channel add | show | disable | enable | rotate-secret | set` as an operator runs them:
+// the real binary against a real database, the rows they change, what enqueue does afterwards, and
 // their bad input — including that no secret is ever echoed back. (pause and resume are in
 // admin_command_test.cc.)
 #include <gtest/gtest.h>
@@ -110,11 +110,12 @@ TEST_F(ChannelCommandTest, SetChangesSubscriptionsAndRateLimitAndShowShowsThem) 
   const std::string id = std::to_string(channel);
   auto column = [&](const std::string& expr) {
     return QueryValue<std::string>(
-        db(), "SELECT coalesce(" + expr + "::text, 'NULL') FROM bulkhead.channels WHERE id = " + id);
+        db(),
+        "SELECT coalesce(" + expr + "::text, 'NULL') FROM bulkhead.channels WHERE id = " + id);
   };
   auto published = [&](const std::string& type) {
-    return QueryValue<int>(db(), "SELECT bulkhead.publish(" + std::to_string(acme_) + ", '" +
-                                     type + "', '{}')");
+    return QueryValue<int>(
+        db(), "SELECT bulkhead.publish(" + std::to_string(acme_) + ", '" + type + "', '{}')");
   };
   // A new channel: every type, no limit, nothing held.
   CommandResult show = Run({"channel", "show", id});
@@ -125,8 +126,8 @@ TEST_F(ChannelCommandTest, SetChangesSubscriptionsAndRateLimitAndShowShowsThem) 
   nlohmann::json json = nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out);
   EXPECT_EQ(json["event_types"], nullptr);
   EXPECT_EQ(json["rate_limit_per_s"], nullptr);
-  EXPECT_EQ(json["ordering"], (nlohmann::json{{"held", 0}, {"held_capped", false},
-                                               {"held_keys", 0}}));
+  EXPECT_EQ(json["ordering"],
+            (nlohmann::json{{"held", 0}, {"held_capped", false}, {"held_keys", 0}}));
 
   // Spaces around a name are dropped and a repeated name kept once.
   CommandResult set = Run({"channel", "set", id, "--event-types",
@@ -150,7 +151,8 @@ TEST_F(ChannelCommandTest, SetChangesSubscriptionsAndRateLimitAndShowShowsThem) 
   // Only the rate limit: the types stay.
   set = Run({"channel", "set", id, "--no-rate-limit"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
-  EXPECT_EQ(set.out, "channel " + id + ": event types invoice.paid, invoice.failed; rate limit none\n");
+  EXPECT_EQ(set.out,
+            "channel " + id + ": event types invoice.paid, invoice.failed; rate limit none\n");
   EXPECT_EQ(column("rate_limit_per_s"), "NULL");
   EXPECT_EQ(column("event_types"), "{invoice.paid,invoice.failed}");
 
@@ -177,8 +179,9 @@ TEST_F(ChannelCommandTest, SetOfAnUnknownChannelExitsOneAndChangesNothing) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "bulkhead channel set: no channel with id 999999\n");
-  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.channels "
-                                      "WHERE rate_limit_per_s IS NOT NULL"),
+  EXPECT_EQ(QueryValue<int64_t>(db(),
+                                "SELECT count(*) FROM bulkhead.channels "
+                                "WHERE rate_limit_per_s IS NOT NULL"),
             0);
   (void)channel;
 }
@@ -189,7 +192,8 @@ TEST_F(ChannelCommandTest, ShowCountsTheDeliveriesHeldBehindOrderingKeys) {
   int64_t channel = CreateChannel(db(), acme_);
   const std::string id = std::to_string(channel);
   // Key a: 3 (1 goes, 2 held); key b: 2 (1 held); key c: 1 (goes); and 1 without a key.
-  Exec("SELECT bulkhead.enqueue(" + id + ", '{}', NULL, now(), k) FROM unnest('{a,a,a,b,b,c}'"
+  Exec("SELECT bulkhead.enqueue(" + id +
+       ", '{}', NULL, now(), k) FROM unnest('{a,a,a,b,b,c}'"
        "::text[]) AS k");
   Enqueue(channel, 1);
   CommandResult show = Run({"channel", "show", id});
@@ -202,8 +206,8 @@ TEST_F(ChannelCommandTest, ShowCountsTheDeliveriesHeldBehindOrderingKeys) {
             std::string::npos)
       << show.out;
   nlohmann::json json = nlohmann::json::parse(Run({"channel", "show", id, "--json"}).out);
-  EXPECT_EQ(json["ordering"], (nlohmann::json{{"held", 3}, {"held_capped", false},
-                                               {"held_keys", 2}}));
+  EXPECT_EQ(json["ordering"],
+            (nlohmann::json{{"held", 3}, {"held_capped", false}, {"held_keys", 2}}));
 
   // Paused: the held ones are parked and still held (they keep scheduled_at 'infinity').
   ASSERT_EQ(Run({"channel", "pause", id}).exit_code, 0);
@@ -214,8 +218,9 @@ TEST_F(ChannelCommandTest, ShowCountsTheDeliveriesHeldBehindOrderingKeys) {
 
   // Key b's head ends: its held one goes (due now), so one key and two deliveries are left.
   ASSERT_EQ(Run({"channel", "resume", id}).exit_code, 0);
-  Exec("UPDATE bulkhead.jobs SET state = 'cancelled', finished_at = now() WHERE id = "
-       "(SELECT min(id) FROM bulkhead.jobs WHERE ordering_key = 'b')");
+  Exec(
+      "UPDATE bulkhead.jobs SET state = 'cancelled', finished_at = now() WHERE id = "
+      "(SELECT min(id) FROM bulkhead.jobs WHERE ordering_key = 'b')");
   show = Run({"channel", "show", id});
   EXPECT_NE(show.out.find("\nordering  2 held deliveries (of the scheduled and parked) waiting "
                           "on 1 ordering key\n"),

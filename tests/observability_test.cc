@@ -300,8 +300,8 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   for (const auto& [tier, held] : counts.ordering_held) {
     EXPECT_EQ(held, tier == "default" ? 4 : 0) << tier;
   }
-  for (const char* statement : {"sample_jobs", "sample_breakers", "sample_lag", "sample_ordering",
-                                "sample_claim_floor"}) {
+  for (const char* statement :
+       {"sample_jobs", "sample_breakers", "sample_lag", "sample_ordering", "sample_claim_floor"}) {
     std::string plan;
     for (const auto& row :
          pqxx::nontransaction(db()).exec(std::string("EXPLAIN EXECUTE ") + statement)) {

@@ -63,9 +63,8 @@ class Answers {
   // Notes `reply` as the answer to `r` and returns it.
   Reply Note(const ReceivedRequest& r, Reply reply) {
     std::lock_guard lock(mu_);
-    answered_.push_back(
-        {std::stoll(r.headers.at("webhook-id")), r.received_at, reply.hang ? 0 : reply.status,
-         reply.delay});
+    answered_.push_back({std::stoll(r.headers.at("webhook-id")), r.received_at,
+                         reply.hang ? 0 : reply.status, reply.delay});
     ++attempts_[answered_.back().job];
     return reply;
   }
@@ -110,7 +109,7 @@ void ExpectDeliveredInOrder(const std::vector<Answered>& answers, const std::vec
                             const std::string& what) {
   std::map<int64_t, size_t> position;
   for (size_t i = 0; i < ids.size(); ++i) position[ids[i]] = i;
-  size_t head = 0;                          // index in ids of the delivery that may go now
+  size_t head = 0;                         // index in ids of the delivery that may go now
   std::optional<Clock::time_point> freed;  // when the 200 of ids[head - 1] was sent
   std::string trace;
   for (const Answered& a : answers) {
@@ -146,17 +145,16 @@ class OrderingNodeTest : public DeliveryTest {
   // that names the key and the sequence number. Returns the job id.
   static int64_t Enqueue(pqxx::transaction_base& tx, int64_t channel, const std::string& key,
                          int seq) {
-    const std::string payload =
-        nlohmann::json{{"key", key.empty() ? nlohmann::json() : nlohmann::json(key)},
-                       {"seq", seq}}
-            .dump();
+    const std::string payload = nlohmann::json{
+        {"key", key.empty() ? nlohmann::json() : nlohmann::json(key)},
+        {"seq", seq}}.dump();
     if (key.empty()) {
       return tx.exec_params1("SELECT bulkhead.enqueue($1, $2::jsonb)", channel, payload)[0]
           .as<int64_t>();
     }
     return tx
-        .exec_params1("SELECT bulkhead.enqueue($1, $2::jsonb, NULL, now(), $3)", channel,
-                      payload, key)[0]
+        .exec_params1("SELECT bulkhead.enqueue($1, $2::jsonb, NULL, now(), $3)", channel, payload,
+                      key)[0]
         .as<int64_t>();
   }
 
@@ -247,8 +245,8 @@ TEST_F(OrderingNodeTest, EachKeysDeliveriesArriveOneAtATimeInEnqueueOrderBesideU
 
   NodeProcess node(Node("node-a"), {{"default", Tier()}});
   node.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 240 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(120)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 240 FROM bulkhead.jobs WHERE state = 'completed')", seconds(120)))
       << node.Log();
 
   const std::vector<Answered> all = answers.All();
@@ -321,15 +319,21 @@ TEST_F(OrderingNodeTest, AFailingHeadHoldsOnlyItsKeyAndItsLaterDeliveriesFollowI
   NodeProcess node(Node("node-a"), {{"default", Tier()}});
   node.Start(conninfo());
   // While A's head still fails: B and the unkeyed ones all complete…
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 10 FROM bulkhead.jobs WHERE state = 'completed' AND "
-                      "(id IN " + InList(b) + " OR id IN " + InList(unkeyed_) + "))",
-                      seconds(60)))
-      << Rows(b) << "\n" << Rows(unkeyed_) << "\n" << node.Log();
-  ASSERT_TRUE(WaitFor("(SELECT attempt >= 3 FROM bulkhead.jobs WHERE id = " + Str(a[0]) + ")",
-                      seconds(60)))
-      << Rows(a) << "\n" << node.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 10 FROM bulkhead.jobs WHERE state = 'completed' AND "
+              "(id IN " +
+                  InList(b) + " OR id IN " + InList(unkeyed_) + "))",
+              seconds(60)))
+      << Rows(b) << "\n"
+      << Rows(unkeyed_) << "\n"
+      << node.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT attempt >= 3 FROM bulkhead.jobs WHERE id = " + Str(a[0]) + ")", seconds(60)))
+      << Rows(a) << "\n"
+      << node.Log();
   // … (the receiver answers it 500 until told otherwise, so none of its attempts succeeded)
-  EXPECT_EQ(Count("id = " + Str(a[0]) + " AND state IN ('available', 'executing') AND "
+  EXPECT_EQ(Count("id = " + Str(a[0]) +
+                  " AND state IN ('available', 'executing') AND "
                   "last_error = 'HTTP 500'"),
             1)
       << Rows(a);
@@ -349,9 +353,10 @@ TEST_F(OrderingNodeTest, AFailingHeadHoldsOnlyItsKeyAndItsLaterDeliveriesFollowI
   }
 
   let_a_head_through = true;
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 15 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(60)))
-      << Rows(a) << "\n" << node.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 15 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
+      << Rows(a) << "\n"
+      << node.Log();
   const std::vector<Answered> all = answers.All();
   ExpectDeliveredInOrder(all, a, "key A");
   ExpectDeliveredInOrder(all, b, "key B");
@@ -387,20 +392,23 @@ TEST_F(OrderingNodeTest, AHeadInFlightOnAKilledNodeIsRescuedAndItsKeyStillArrive
   NodeProcess a(Node("node-a"), {{"default", Tier()}});
   a.Start(conninfo());
   // K's head hangs on node-a; L, beside it, is all delivered.
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 6 FROM bulkhead.jobs WHERE state = 'completed' AND "
-                      "id IN " + InList(l) + ")",
-                      seconds(60)))
-      << Rows(l) << "\n" << a.Log();
-  ASSERT_TRUE(WaitFor("(SELECT state = 'executing' FROM bulkhead.jobs WHERE id = " + Str(k[0]) +
-                      ")"))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 6 FROM bulkhead.jobs WHERE state = 'completed' AND "
+              "id IN " +
+                  InList(l) + ")",
+              seconds(60)))
+      << Rows(l) << "\n"
+      << a.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT state = 'executing' FROM bulkhead.jobs WHERE id = " + Str(k[0]) + ")"))
       << Rows(k);
   ASSERT_TRUE(testing::PollUntil([&] { return answers.AttemptsOf(k[0]) == 1; }, seconds(30)))
-      << Rows(k) << "\n" << a.Log();
+      << Rows(k) << "\n"
+      << a.Log();
   a.Signal(SIGKILL);
   a.Wait(seconds(10));
   // The head is stranded on the dead node; the rest of K is held.
-  EXPECT_EQ(Count("id = " + Str(k[0]) + " AND state = 'executing' AND attempted_by = 'node-a'"),
-            1)
+  EXPECT_EQ(Count("id = " + Str(k[0]) + " AND state = 'executing' AND attempted_by = 'node-a'"), 1)
       << Rows(k);
   EXPECT_EQ(Count("id IN " + InList(k, 1) +
                   " AND state = 'available' AND scheduled_at = 'infinity' AND attempt = 0"),
@@ -409,9 +417,10 @@ TEST_F(OrderingNodeTest, AHeadInFlightOnAKilledNodeIsRescuedAndItsKeyStillArrive
 
   NodeProcess b(Node("node-b"), {{"default", Tier()}});
   b.Start(conninfo());
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 12 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(90)))
-      << Rows(k) << "\n" << b.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 12 FROM bulkhead.jobs WHERE state = 'completed')", seconds(90)))
+      << Rows(k) << "\n"
+      << b.Log();
   EXPECT_TRUE(b.WaitForLog("jobs_rescued")) << b.Log();
 
   const std::vector<Answered> all = answers.All();
@@ -429,8 +438,7 @@ TEST_F(OrderingNodeTest, AHeadInFlightOnAKilledNodeIsRescuedAndItsKeyStillArrive
       EXPECT_GT(x.at, head_last) << x.job;
     }
   }
-  EXPECT_EQ(Count("id = " + Str(k[0]) + " AND state = 'completed' AND attempt = 2"), 1)
-      << Rows(k);
+  EXPECT_EQ(Count("id = " + Str(k[0]) + " AND state = 'completed' AND attempt = 2"), 1) << Rows(k);
   EXPECT_EQ(Count("state = 'completed' AND attempt = 1"), 11);
   EXPECT_EQ(Count("scheduled_at = 'infinity'"), 0);
 }
@@ -471,22 +479,25 @@ TEST_F(OrderingNodeTest, ABreakerOpeningMidSequenceKeepsTheHeldDeliveriesHeldAnd
   ASSERT_TRUE(WaitFor(open, seconds(60))) << node.Log();
   // Nothing of the channel waits available once the opening (and the leader's park_behind_open
   // for a result that overlapped it) has parked the backlog.
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'available')",
-                      seconds(30)))
-      << Rows(held) << "\n" << node.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state = 'available')", seconds(30)))
+      << Rows(held) << "\n"
+      << node.Log();
   EXPECT_EQ(Count("id IN " + InList(held) +
                   " AND state = 'parked' AND scheduled_at = 'infinity' AND attempt = 0"),
             10)
       << Rows(held);
   // A probe fails (the breaker opens again, trips 2): still held.
-  ASSERT_TRUE(WaitFor("(SELECT breaker_trips >= 2 AND breaker_state = 'open' FROM "
-                      "bulkhead.channels WHERE id = " +
-                          Str(channel) + ")",
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT breaker_trips >= 2 AND breaker_state = 'open' FROM "
+              "bulkhead.channels WHERE id = " +
+                  Str(channel) + ")",
+              seconds(60)))
       << node.Log();
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state IN ('available', "
-                      "'executing'))",
-                      seconds(30)))
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 0 FROM bulkhead.jobs WHERE state IN ('available', "
+              "'executing'))",
+              seconds(30)))
       << node.Log();
   EXPECT_EQ(Count("id IN " + InList(held) +
                   " AND state = 'parked' AND scheduled_at = 'infinity' AND attempt = 0"),
@@ -497,9 +508,11 @@ TEST_F(OrderingNodeTest, ABreakerOpeningMidSequenceKeepsTheHeldDeliveriesHeldAnd
   }
 
   up = true;
-  ASSERT_TRUE(WaitFor("(SELECT count(*) = 15 FROM bulkhead.jobs WHERE state = 'completed')",
-                      seconds(90)))
-      << Rows(k1) << "\n" << Rows(k2) << "\n" << node.Log();
+  ASSERT_TRUE(
+      WaitFor("(SELECT count(*) = 15 FROM bulkhead.jobs WHERE state = 'completed')", seconds(90)))
+      << Rows(k1) << "\n"
+      << Rows(k2) << "\n"
+      << node.Log();
   EXPECT_EQ(QueryValue<std::string>(
                 db(), "SELECT breaker_state FROM bulkhead.channels WHERE id = " + Str(channel)),
             "closed");

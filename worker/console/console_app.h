@@ -86,7 +86,6 @@ class ConsoleApp {
   std::mutex overview_mu_;
   WaitClock::time_point overview_at_;  // guarded by overview_mu_
   std::string overview_;               // guarded by overview_mu_; "" before the first
-
 };
 
 }  // namespace bulkhead::console

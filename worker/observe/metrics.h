@@ -24,10 +24,10 @@
 // Fleet-wide samples (`bulkhead_jobs`, `bulkhead_breakers`, `bulkhead_queue_lag_seconds`,
 // `bulkhead_ordering_held`, `bulkhead_claim_floor_age_seconds`) are read by the maintenance
 // leader only, every 15 s, from statements on partial indexes or one descent of the primary
-// key (never a scan of finished rows, never per scrape). Only the leader exports them: a node that is
-// not (or stops being) the leader has no such series, and `bulkhead_leader` says which node
-// is. A dashboard aggregates them with max by (tier, state): during a hand-over two nodes may
-// both show a sample for up to one scrape, and max never double-counts.
+// key (never a scan of finished rows, never per scrape). Only the leader exports them: a node that
+// is not (or stops being) the leader has no such series, and `bulkhead_leader` says which node is.
+// A dashboard aggregates them with max by (tier, state): during a hand-over two nodes may both show
+// a sample for up to one scrape, and max never double-counts.
 //
 // Recording off (a benchmark aid): Node passes nullptr instead of this object to the parts
 // when BULKHEAD_METRICS_RECORDING=off, so the hot path skips every hook; the families are

@@ -92,8 +92,8 @@ std::vector<TokenRequest> RateGate::Requests(const std::vector<ClaimedJob>& jobs
   return requests;
 }
 
-RateGate::Split RateGate::Admit(std::vector<ClaimedJob> jobs,
-                                const std::vector<TokenGrant>& grants, Clock::time_point now) {
+RateGate::Split RateGate::Admit(std::vector<ClaimedJob> jobs, const std::vector<TokenGrant>& grants,
+                                Clock::time_point now) {
   std::unordered_map<int64_t, int> granted;  // tokens taken after the claim, not yet given
   for (const auto& g : grants) granted[g.channel] = g.granted;
   std::unordered_map<int64_t, int> used;  // tokens taken ahead that a job of the claim used
@@ -145,8 +145,9 @@ RateGate::Clock::time_point RateGate::next_due(Clock::time_point now) const {
   for (const auto& [channel, b] : buckets_) {
     if (!b.backlog || Tokens(b, now) >= b.batch()) continue;
     // A batch is in the bucket when its arrival time lies (burst - batch) / rate ahead of now.
-    next = std::min(next, b.tat - std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>((b.burst - b.batch()) / b.rate)));
+    next =
+        std::min(next, b.tat - std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>((b.burst - b.batch()) / b.rate)));
   }
   return next;
 }
