@@ -220,6 +220,16 @@ class OrderingNodeTest : public DeliveryTest {
             InList(ids));
   }
 
+  // Every job with its times, for failures that depend on when each step happened.
+  std::string Timeline() {
+    return QueryValue<std::string>(
+        db(),
+        "SELECT coalesce(string_agg(id || ' ' || coalesce(ordering_key, '-') || ' ' || state || "
+        "' attempt ' || attempt || ' created ' || created_at || ' attempted ' || "
+        "coalesce(attempted_at::text, '-') || ' finished ' || coalesce(finished_at::text, '-') || "
+        "' due ' || scheduled_at, E'\\n' ORDER BY id), '') FROM bulkhead.jobs");
+  }
+
   std::map<std::string, std::vector<int64_t>> keyed_;
   std::vector<int64_t> unkeyed_;
   int tenants_ = 0;
@@ -403,7 +413,7 @@ TEST_F(OrderingNodeTest, AHeadInFlightOnAKilledNodeIsRescuedAndItsKeyStillArrive
       WaitFor("(SELECT state = 'executing' FROM bulkhead.jobs WHERE id = " + Str(k[0]) + ")"))
       << Rows(k);
   ASSERT_TRUE(testing::PollUntil([&] { return answers.AttemptsOf(k[0]) == 1; }, seconds(30)))
-      << Rows(k) << "\n"
+      << Timeline() << "\n"
       << a.Log();
   a.Signal(SIGKILL);
   a.Wait(seconds(10));
