@@ -314,7 +314,8 @@ TEST_F(QueueRunnerTest, AJobRescuedWhileItsAttemptIsInFlightHereIsNeitherSentNor
   // This node has no lease row: the rescue takes it for lost.
   FleetStore fleet(db());
   ASSERT_EQ(fleet.RescueLost().jobs, 1);
-  ASSERT_EQ(Job(job, "state"), "available");
+  // No check of the state here: the runner's own poll may claim the job again at once (a TSan
+  // build once read it `executing` already); the wake-up below makes sure it does.
   runner_->Wake();
   ASSERT_TRUE(WaitFor("attempt = 2 FROM bulkhead.jobs WHERE id = " + std::to_string(job)));
   EXPECT_EQ(runner_->channel_in_flight(channel), 1);
