@@ -180,7 +180,11 @@ class OrderingNodeTest : public DeliveryTest {
 
   static nlohmann::json Tier(nlohmann::json extra = nlohmann::json::object()) {
     // No caps (channel_share 1): ordering alone holds a key back. A breaker that only a test
-    // meaning to open it can open.
+    // meaning to open it can open. No stall rule (stalled_after_ms at the request timeout):
+    // under it, a hung head marks its channel stalled after 500 ms and caps it at 1, which the
+    // head itself holds, so another key of the channel would wait the head's 30 s timeout
+    // whenever it had not finished within those 500 ms (it did not, about one run in three on
+    // a loaded machine); that is the stall rule at work, not ordering.
     nlohmann::json tier = {{"workers", 8},
                            {"channel_share", 1},
                            {"tenant_share", 1},
@@ -190,6 +194,7 @@ class OrderingNodeTest : public DeliveryTest {
                            {"cooldown_max_ms", 60000},
                            {"connect_timeout_ms", 2000},
                            {"request_timeout_ms", 30000},
+                           {"stalled_after_ms", 30000},
                            {"retry_delays_ms", {200}},
                            {"retry_jitter", 0}};
     tier.update(extra);
