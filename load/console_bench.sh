@@ -274,7 +274,7 @@ port=
 console_start() {
   local try i code
   for ((try = 0; try < 5; try++)); do
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     "$bin/bulkhead" console --listen "127.0.0.1:$port" --token-file "$work/admin.token" \
       --database "$db" 2>>"$work/console.log" &
     console_pid=$!
@@ -406,7 +406,7 @@ cat >"$work/node.json" <<JSON
   "node": "console-bench",
   "tiers_dir": "tiers",
   "allowed_networks": ["127.0.0.0/8", "::1/128"],
-  "metrics_listen": "127.0.0.1:$((20000 + RANDOM % 20000))",
+  "metrics_listen": "127.0.0.1:$(free_port)",
   "shutdown_grace_ms": 2000,
   "retention_ms": 2592000000
 }

@@ -216,7 +216,7 @@ start_nodes() {
   node_pids=()
   node_ports=()
   for ((k = 1; k <= n; k++)); do
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     cat >"$work/node-$k.json" <<JSON
 {"node": "events-bench-$k", "tiers_dir": "tiers", "allowed_networks": ["127.0.0.0/8", "::1/128"],
  "metrics_listen": "127.0.0.1:$port", "shutdown_grace_ms": 2000, "retention_ms": 2592000000}

@@ -23,6 +23,10 @@
 #   db_conn NAME                     the connection string of database NAME in that cluster
 #   psql ARGS…                       the cluster's psql, -X -q, stopping at the first error
 #   load_average [all]               the 1-minute load average (all: 1, 5 and 15 minutes)
+#   free_port                        a loopback TCP port for a server the script starts (a
+#                                    node's status page, the console): below the kernel's
+#                                    ephemeral range, so no outgoing connection holds it, and
+#                                    with nothing listening on it when asked
 #   stop_pid PID NAME                SIGTERM to PID and wait for it; SIGKILL (and a line naming
 #                                    NAME) if it has not stopped within 15 s
 #   on_exit COMMAND                  run COMMAND (a shell string) when the script exits, after
@@ -115,6 +119,24 @@ fresh_database() {
 
 load_average() {
   if [ "${1:-}" = all ]; then cut -d' ' -f1-3 /proc/loadavg; else cut -d' ' -f1 /proc/loadavg; fi
+}
+
+# Ports from 32768 up are the kernel's to hand to outgoing connections (ip_local_port_range);
+# a random pick there once met a live one, and the node ran without a status page.
+free_port() {
+  local low=20000 high port try
+  high=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  ((high > low + 1000)) || low=$((high / 2))
+  for ((try = 0; try < 50; try++)); do
+    port=$((low + RANDOM % (high - low)))
+    # A connection that opens means a listener holds the port.
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "$load_script: no free loopback port in $low-$((high - 1)) after 50 tries" >&2
+  return 1
 }
 
 stop_pid() {

@@ -138,7 +138,7 @@ cat >"$run/node.json" <<JSON
   "node": "$node",
   "tiers_dir": "tiers",
   "allowed_networks": ["127.0.0.0/8", "::1/128"],
-  "metrics_listen": "127.0.0.1:$((20000 + RANDOM % 20000))",
+  "metrics_listen": "127.0.0.1:$(free_port)",
   "shutdown_grace_ms": 2000
 }
 JSON

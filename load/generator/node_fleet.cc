@@ -10,13 +10,13 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <variant>
 
 #include "cap_ledger.h"
 #include "config.h"
+#include "free_port.h"
 #include "scenario_stack.h"
 
 namespace bulkhead::load {
@@ -61,9 +61,10 @@ pid_t NodeFleet::Start(const std::string& name) {
     throw std::runtime_error("cannot read the node config " + options_.node_config.string());
   }
   config["node"] = name;
-  // A port of its own among the ephemeral ones; a clash only fails this node's start.
-  std::random_device seed;
-  config["metrics_listen"] = "127.0.0.1:" + std::to_string(20000 + seed() % 20000);
+  // A port free at this moment, as the tests' nodes get theirs. A random pick from a range
+  // once met a port in use: the node then runs without a status page, and the failover
+  // scenario read it as never ready.
+  config["metrics_listen"] = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   auto config_path = options_.node_config.parent_path() / (name + ".json");
   std::ofstream(config_path) << config.dump(2) << "\n";
   auto log_path = options_.run_dir / (name + ".log");

@@ -38,6 +38,18 @@ std::string MetricsUrl(const std::filesystem::path& config) {
 }
 
 NodeSampler::NodeSampler(std::vector<NodeView> nodes) : nodes_(std::move(nodes)) {
+  // A node whose status server could not listen runs on without one: every sample would read
+  // "no answer", and the scenario would fail on it far from the cause.
+  for (const NodeView& n : nodes_) {
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (testing::HttpGet(n.base_url + "/readyz", std::chrono::seconds(1)).status == 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        throw std::runtime_error("node " + n.name + " does not answer at " + n.base_url +
+                                 "/readyz (its log says why: a port in use, or it stopped)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 

@@ -3,7 +3,9 @@
 // database failed over (the failover scenario, fleet_scenarios.h). Not the dead channel's
 // Sampler (sampler.h), which watches a channel in PostgreSQL.
 //
-// Construction starts the thread; Stop() (or the destructor) joins it. Samples() may be called
+// Construction waits up to 10 s for every node's /readyz to answer (any status), throwing
+// std::runtime_error naming a node that does not, then starts the thread; Stop() (or the
+// destructor) joins it. Samples() may be called
 // from any thread: the samples are guarded by a mutex.
 #pragma once
 
