@@ -176,6 +176,27 @@ TEST(CapLedger, AChannelsWindowStartsAtTenAndGrowsWithQuickAnswers) {
   EXPECT_EQ(ledger.tracked(), 0u);
 }
 
+// A slow success (an endpoint answering 200 after stalled_after_ms) clears the failing mark a
+// stall set, and grows nothing: the channel goes back to its first window, not to one at a time.
+TEST(CapLedgerFailing, ASlowSuccessEndsTheFailingCapWithoutGrowingTheWindow) {
+  CapLedger ledger(CapLedger::For(200, 0.5, 0.5));
+  const auto now = CapLedger::Clock::time_point{} + 1h;
+  for (int i = 0; i < 10; ++i) ledger.Add(1, 100);
+  ledger.Failed(1, now);  // a request of it stalled
+  EXPECT_EQ(ledger.Limits(0).channels_in_flight[0].second, 10 + 99) << "capped at 1";
+  ledger.Remove(1, 100);
+  ledger.Answered(1);
+  EXPECT_FALSE(ledger.failing(1));
+  ClaimLimits limits = ledger.Limits(0);
+  ASSERT_EQ(limits.channels_in_flight.size(), 1u);
+  EXPECT_EQ(limits.channels_in_flight[0].second, 9) << "its 9 in flight, no longer inflated";
+  EXPECT_EQ(limits.channel_windows[0], 10) << "the first window, not grown";
+  for (int i = 0; i < 9; ++i) ledger.Remove(1, 100);
+  EXPECT_EQ(ledger.tracked(), 0u) << "nothing left to remember";
+  ledger.Answered(2);  // a channel with no entry: nothing to do
+  EXPECT_EQ(ledger.tracked(), 0u);
+}
+
 TEST(CapLedger, NoSlowStartWithoutCaps) {
   CapLedger ledger(CapLedger::For(200, 1.0, 1.0));
   EXPECT_EQ(ledger.caps().first_window, 0);

@@ -723,6 +723,39 @@ TEST_F(StalledSlotsTest, WithoutStalledReleaseTwoHangingTenantsHoldEverySlot) {
       << Metrics(node);
 }
 
+// An endpoint that always answers 200, slower than stalled_after_ms: every request stalls, and
+// a stall marks the channel failing (cap 1). Its slow successes clear the mark, so after the
+// first wave it is still served up to its window (10) at once. When only a quick success
+// cleared it, the other 30 went one at a time, 600 ms each: no two within 500 ms of each other.
+TEST_F(CapsTest, AnEndpointAnsweringSlowerThanTheStallIsServedManyAtATimeNotOne) {
+  const auto answer = milliseconds(600);
+  HttpReceiver receiver([answer](const ReceivedRequest&) {
+    Reply reply;
+    reply.delay = answer;
+    return reply;
+  });
+  int64_t slow = Channel(Tenant("slow"), receiver.Url("/slow"));
+  Enqueue(slow, 40);
+  NodeProcess node(Node("node-a"), {{"default", Tier(20, {{"stalled_after_ms", 200}})}});
+  node.Start(conninfo());
+  ASSERT_TRUE(WaitFor("(SELECT count(*) = 40 FROM bulkhead.jobs WHERE state = 'completed')"))
+      << node.Log();
+  std::vector<ReceivedRequest> requests = receiver.Requests();
+  ASSERT_EQ(requests.size(), 40u);
+  // The most requests that arrived within 500 ms of each other, after the first wave answered.
+  const auto first_answer = requests.front().received_at + answer;
+  size_t most = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].received_at < first_answer) continue;
+    size_t together = 0;
+    for (size_t j = i; j < requests.size(); ++j) {
+      together += requests[j].received_at - requests[i].received_at < milliseconds(500);
+    }
+    most = std::max(most, together);
+  }
+  EXPECT_GE(most, 5u) << "after the first wave the channel was served one request at a time";
+}
+
 TEST_F(CapsTest, ABadTierFileOnSighupIsRefusedAndTheOldSettingsStay) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Hang(); });
   int64_t dead = Channel(Tenant("dead"), receiver.Url("/dead"));

@@ -128,6 +128,13 @@ void CapLedger::Succeeded(int64_t channel) {
   Settle(it);
 }
 
+void CapLedger::Answered(int64_t channel) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  it->second.failing = false;
+  Settle(it);
+}
+
 bool CapLedger::failing(int64_t channel) const {
   auto it = channels_.find(channel);
   return it != channels_.end() && it->second.failing;

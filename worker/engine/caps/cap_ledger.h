@@ -37,12 +37,16 @@
 //
 // Failing channels. A channel whose last attempt failed (a timeout, a connection error, a 5xx,
 // a 429) or that has a request stalled (QueueRunner) gets a cap of 1 until an attempt of it
-// succeeds quickly: its cap is for a channel that answers, and a failing one would spend it
-// on requests that hold slots and fail. Without this, each wave of a misbehaving channel's
-// jobs takes up to its full cap of slots before failing again; with several misbehaving at
-// once (the hostile load scenario) those waves starve everyone else until their breakers
-// open. A busy healthy channel with an occasional error drops to 1 only until its next quick
-// success. The mark is forgotten 60 s after the channel's last activity.
+// succeeds: its cap is for a channel that answers, and a failing one would spend it on
+// requests that hold slots and fail. Without this, each wave of a misbehaving channel's jobs
+// takes up to its full cap of slots before failing again; with several misbehaving at once
+// (the hostile load scenario) those waves starve everyone else until their breakers open. A
+// busy healthy channel with an occasional error drops to 1 only until its next success. Any
+// success clears the mark, a slow one too: an endpoint that always answers 200 slower than
+// `stalled_after_ms` stalls on every request, and when only a quick success cleared the mark
+// it was served one request at a time forever (a 1.5 s receiver: 0.67 deliveries/s a node).
+// Only a quick success grows the window, so such an endpoint is served up to the first window
+// (10) at once. The mark is forgotten 60 s after the channel's last activity.
 //
 // Memory, and what a claim carries (issue 34). A channel with jobs in flight has an entry, so
 // those are at most the tier's workers. A channel with nothing in flight keeps one only to
@@ -113,11 +117,15 @@ class CapLedger {
   // A job of `channel` (of `tenant`) ended.
   void Remove(int64_t channel, int64_t tenant);
 
-  // An attempt of `channel` failed, or one stalled: its cap is 1 until Succeeded().
+  // An attempt of `channel` failed, or one stalled: its cap is 1 until Succeeded() or
+  // Answered().
   void Failed(int64_t channel, Clock::time_point now);
   // An attempt of `channel` succeeded quickly: it is no longer failing, and its window grows by
   // one (up to its cap).
   void Succeeded(int64_t channel);
+  // An attempt of `channel` succeeded, but slower than a quick answer: it is no longer failing,
+  // and its window stays as it is (the first window after a failure).
+  void Answered(int64_t channel);
   bool failing(int64_t channel) const;
 
   // Drops failing channels idle for 60 s; a channel idle for 10 s starts from the first window

@@ -470,12 +470,15 @@ void QueueRunner::OnOutcome(int64_t job_id, int attempt, const HttpOutcome& outc
     // Read before the answer moves the channel's window: a quick answer grows it, and a
     // channel at its window would then not count as held back.
     const bool opened = caps_.Holds(job.channel, job.tenant);
-    // A failing channel's cap is 1 until an attempt succeeds quickly (CapLedger).
+    // A failing channel's cap is 1 until an attempt succeeds; only a quick success grows its
+    // window (CapLedger).
     if (verdict.breaker == BreakerSignal::kFailure) {
       caps_.Failed(job.channel, std::chrono::steady_clock::now());
     } else if (verdict.delivered &&
                outcome.duration < std::chrono::milliseconds(tier_.stalled_after_ms)) {
       caps_.Succeeded(job.channel);
+    } else if (verdict.delivered) {
+      caps_.Answered(job.channel);
     }
     in_flight_.erase(job_id);
     caps_.Remove(job.channel, job.tenant);
