@@ -6,6 +6,10 @@
 #   load/pool_bench.sh        # POOL_BENCH_JOBS (60,000) over 20 tenants, POOL_BENCH_PAIRS (3)
 #   POOL_BENCH_NODES=8 load/pool_bench.sh   # the same through 8 nodes (each at the shipped
 #                             # tiers): how many server connections the fleet holds
+#   POOL_BENCH_FLEET_WORKERS=200 …   # the nodes share this many `default` workers evenly
+#                             # instead (200 / 8 = 25 each), as load/engine_bench.sh fleet sizes
+#                             # them: 8 nodes of 200 send 1,600 requests at once to the mock on
+#                             # the same 2 cores, and its answers then take up to 2 s
 #   POOL_BENCH_SHAPE=production load/pool_bench.sh   # production's shape: the burst lands beside
 #                             # POOL_BENCH_FINISHED (1,000,000) finished deliveries of the last
 #                             # week (vacuumed, analyzed), and half of it goes to 20 busy tenants,
@@ -19,8 +23,11 @@
 # the cluster's Unix socket). Per drain: deliveries/s (node start to the last completed), the
 # PostgreSQL server processes' CPU per delivery (their user + system time over the drain, read
 # before the node stops), the most client backends seen during it, and the planning and execution
-# time of the node's statements a delivery (pg_stat_statements, track_planning on); then the
-# ratio of the medians. Durability on (.run/bench-pg-durable). Builds first (./setup.sh).
+# time of the node's statements a delivery (pg_stat_statements, track_planning on), the
+# deliveries that needed a second attempt and the breakers that opened (either stretches a
+# drain by seconds: a retry's 5 s, a cooldown's 30 s; a breaker opening on "attempts in flight
+# longer than slow_call_ms" means the machine, not the database, set the pace); then the ratio
+# of the medians. Durability on (.run/bench-pg-durable). Builds first (./setup.sh).
 # shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -28,6 +35,7 @@ source "$(dirname "$0")/lib.sh"
 jobs=$(knob POOL_BENCH_JOBS 60000 count)
 pairs=$(knob POOL_BENCH_PAIRS 3 count)
 nodes=$(knob POOL_BENCH_NODES 1 count)
+fleet_workers=$(knob POOL_BENCH_FLEET_WORKERS 0 count0)  # 0: each node the shipped tiers
 finished=$(knob POOL_BENCH_FINISHED 1000000 count0)
 shape=${POOL_BENCH_SHAPE:-lab}
 case $shape in lab|production) ;; *) usage_error "POOL_BENCH_SHAPE must be lab or production, not '$shape'" ;; esac
@@ -90,6 +98,15 @@ for ((i = 0; i < 100; i++)); do [ -s "$work/mock.port" ] && break; sleep 0.1; do
 [ -s "$work/mock.port" ] || { cat "$work/mock.log" >&2; exit 1; }
 mock_url=http://127.0.0.1:$(cat "$work/mock.port")/hook/fast
 
+tiers_dir=$PWD/tiers
+if [ "$fleet_workers" -gt 0 ]; then
+  [ $((fleet_workers / nodes)) -ge 1 ] || usage_error "POOL_BENCH_FLEET_WORKERS must be at least POOL_BENCH_NODES"
+  tiers_dir=$work/tiers
+  mkdir -p "$tiers_dir"
+  cp tiers/*.json "$tiers_dir/"
+  sed -i -E "s/\"workers\": *[0-9]+/\"workers\": $((fleet_workers / nodes))/" "$tiers_dir/default.json"
+fi
+
 # Clock ticks of every PostgreSQL server process alive now (utime + stime).
 server_ticks() {
   local pid total=0 stat
@@ -140,7 +157,7 @@ SQL
   [ "$mode" = pooled ] && pool=", \"database_pool\": \"host=127.0.0.1 port=$bouncer_port dbname=pool_bench user=${user:-postgres}\""
   for ((n = 1; n <= nodes; n++)); do
     cat >"$work/node-$n.json" <<JSON
-{"database": "$db", "node": "pool-bench-$n", "tiers_dir": "$PWD/tiers",
+{"database": "$db", "node": "pool-bench-$n", "tiers_dir": "$tiers_dir",
  "metrics_listen": "127.0.0.1:$((bouncer_port + n))", "allowed_networks": ["127.0.0.0/8"]$pool}
 JSON
   done
@@ -171,6 +188,10 @@ JSON
     "SELECT round(sum(total_plan_time)::numeric, 1), round(sum(total_exec_time)::numeric, 1)
        FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
       WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'")
+  # What stretches a drain past its pace: deliveries that needed a second attempt (the first
+  # retry waits 5 s) and breakers that opened (a cooldown of 30 s; the nodes log each opening).
+  retried=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE id > $first_id AND attempt > 1")
+  tripped=$(cat "$work"/node-"$mode"-*.log | grep -c '"breaker_opened"' || true)
   for pid in "${node_pids[@]}"; do stop_pid "$pid" "a node"; done
   node_pids=()
   if [ "$done_count" -lt "$jobs_here" ]; then
@@ -180,8 +201,8 @@ JSON
   fi
   # Each drain's backends include this script's own psql (1).
   awk -v n="$jobs_here" -v s="$start" -v e="$end" -v t="$((ticks1 - ticks0))" -v hz="$hz" -v b="$max_backends" \
-    -v p="$plan_ms" -v x="$exec_ms" \
-    'BEGIN { printf "%.0f %.4f %d %.4f %.4f\n", n / (e - s), t * 1000 / hz / n, b, p / n, x / n }'
+    -v p="$plan_ms" -v x="$exec_ms" -v r="$retried" -v o="$tripped" \
+    'BEGIN { printf "%.0f %.4f %d %.4f %.4f %d %d\n", n / (e - s), t * 1000 / hz / n, b, p / n, x / n, r, o }'
 }
 
 if [ "$shape" = production ]; then
@@ -217,17 +238,17 @@ CHECKPOINT;
 SQL
   echo "pool_bench: template built in $(( $(date +%s) - t0 )) s"
 fi
-echo "pool_bench: $jobs deliveries ($shape shape), $nodes node(s), durability on; load $(load_average all)"
-printf '%-6s %-8s %12s %18s %14s %14s %14s\n' pair mode deliveries/s "server CPU ms/dlv" "max backends" \
-  "plan ms/dlv" "exec ms/dlv"
+echo "pool_bench: $jobs deliveries ($shape shape), $nodes node(s) with $(sed -n -E 's/.*"workers": *([0-9]+).*/\1/p' "$tiers_dir/default.json") default workers each, durability on; load $(load_average all)"
+printf '%-6s %-8s %12s %18s %14s %14s %14s %8s %8s\n' pair mode deliveries/s "server CPU ms/dlv" \
+  "max backends" "plan ms/dlv" "exec ms/dlv" retried breakers
 declare -a direct_rates pooled_rates direct_cpu pooled_cpu
 for ((p = 1; p <= pairs; p++)); do
   order="direct pooled"
   [ $((p % 2)) -eq 0 ] && order="pooled direct"
   for mode in $order; do
-    read -r rate cpu backends plan exec < <(drain "$mode")
-    printf '%-6s %-8s %12s %18s %14s %14s %14s   (load %s)\n' "$p" "$mode" "$rate" "$cpu" "$backends" \
-      "$plan" "$exec" "$(load_average)"
+    read -r rate cpu backends plan exec retried tripped < <(drain "$mode")
+    printf '%-6s %-8s %12s %18s %14s %14s %14s %8s %8s   (load %s)\n' "$p" "$mode" "$rate" "$cpu" \
+      "$backends" "$plan" "$exec" "$retried" "$tripped" "$(load_average)"
     if [ "$mode" = direct ]; then direct_rates+=("$rate"); direct_cpu+=("$cpu"); else pooled_rates+=("$rate"); pooled_cpu+=("$cpu"); fi
   done
 done
