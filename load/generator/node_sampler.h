@@ -5,8 +5,8 @@
 //
 // Construction waits up to 10 s for every node's /readyz to answer (any status), throwing
 // std::runtime_error naming a node that does not, then starts the thread; Stop() (or the
-// destructor) joins it. Samples() may be called
-// from any thread: the samples are guarded by a mutex.
+// destructor) joins it. Samples() may be called from any thread: the samples are guarded by a
+// mutex.
 #pragma once
 
 #include <sys/types.h>
