@@ -300,10 +300,10 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
 -- Open → half_open for channels of this queue whose cooldown is over, each with
 -- its oldest due parked job claimed by this node as the probe. FOR NO KEY UPDATE SKIP LOCKED on
 -- the channel row makes the probe fleet-wide: two nodes looking at once take different channels
--- or nothing. Not FOR UPDATE: every enqueue holds FOR KEY SHARE on its channel's row until it
--- commits (the jobs → channels foreign key), which FOR UPDATE conflicts with, so a busy
--- channel's probe would be skipped nearly every time; FOR NO KEY UPDATE conflicts only with
--- another transition's lock, as the UPDATE below needs no more. A channel with no due parked
+-- or nothing. FOR NO KEY UPDATE, not FOR UPDATE: it conflicts only with another transition's
+-- lock, and the UPDATE below needs no more. (It was chosen while every enqueue held FOR KEY
+-- SHARE on its channel's row until commit, through the jobs → channels foreign key, which FOR
+-- UPDATE would have waited on or skipped; migration 0015 dropped that key, ADR 0023.) A channel with no due parked
 -- job stays open until a delivery for it waits.
 -- The probe has until now() + $4 (the request timeout and a margin) to answer; after that any
 -- node re-opens the breaker (expire_probes), so a hanging probe or a dead prober cannot leave
