@@ -10,9 +10,11 @@
 #                             # instead (200 / 8 = 25 each), as load/engine_bench.sh fleet sizes
 #                             # them: 8 nodes of 200 send 1,600 requests at once to the mock on
 #                             # the same 2 cores, and its answers then take up to 2 s
+#   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls
+#                             # and rows per delivery, plan and execution ms per call
 #   POOL_BENCH_SHAPE=production load/pool_bench.sh   # production's shape: the burst lands beside
 #                             # POOL_BENCH_FINISHED (1,000,000) finished deliveries of the last
-#                             # week (vacuumed, analyzed), and half of it goes to 20 busy tenants,
+#                             # week (vacuumed, analyzed, the claim floor past them as a leader leaves it), and half of it goes to 20 busy tenants,
 #                             # half to 10,000 tenants of 3 deliveries each; every drain starts
 #                             # from a copy of that database (a template built once)
 #
@@ -42,6 +44,8 @@ case $shape in lab|production) ;; *) usage_error "POOL_BENCH_SHAPE must be lab o
 [ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
 
 load_setup
+# shellcheck source=load/statement.sh
+source load/statement.sh  # raise_claim_floor
 run=.run/bench-pg-durable
 pg_start "$run" 1
 work=$(mktemp -d /tmp/pool_bench.XXXXXX)
@@ -188,6 +192,24 @@ JSON
     "SELECT round(sum(total_plan_time)::numeric, 1), round(sum(total_exec_time)::numeric, 1)
        FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
       WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'")
+  # POOL_BENCH_STATEMENTS=1: where that time went, the node's costliest statements (to stderr).
+  if [ "${POOL_BENCH_STATEMENTS:-0}" = 1 ]; then
+    echo "  $mode: the costliest statements (calls and rows per delivery, ms per call and per delivery)" >&2
+    psql "$db" -At -F' ' -v n="$jobs_here" >&2 <<'SQL'
+SELECT format('  %-9s %8s %7s %7s %8s %8s  %s', 'calls', 'calls/d', 'rows/c', 'plan/c', 'exec/c',
+              'ms/dlv', 'statement')
+UNION ALL
+(SELECT format('  %-9s %8s %7s %7s %8s %8s  %s', calls, round(calls::numeric / :n, 4),
+               round(rows::numeric / greatest(calls, 1), 1),
+               round((total_plan_time / greatest(calls, 1))::numeric, 3),
+               round((total_exec_time / greatest(calls, 1))::numeric, 3),
+               round(((total_plan_time + total_exec_time) / :n)::numeric, 4),
+               left(regexp_replace(query, '\s+', ' ', 'g'), 70))
+   FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+  WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'
+  ORDER BY total_plan_time + total_exec_time DESC LIMIT 8)
+SQL
+  fi
   # What stretches a drain past its pace: deliveries that needed a second attempt (the first
   # retry waits 5 s) and breakers that opened (a cooldown of 30 s; the nodes log each opening).
   retried=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE id > $first_id AND attempt > 1")
@@ -236,7 +258,10 @@ VACUUM ANALYZE bulkhead.channels;
 VACUUM ANALYZE bulkhead.tenants;
 CHECKPOINT;
 SQL
-  echo "pool_bench: template built in $(( $(date +%s) - t0 )) s"
+  # The claim floor where a week's leader has left it (ADR 0027): at 0 the drains' leader would
+  # spend them catching up, 100,000 ids a 2-s round at 0.3-0.6 s of a backend's CPU each.
+  raise_claim_floor "$tdb" "$finished"
+  echo "pool_bench: template built in $(( $(date +%s) - t0 )) s; claim floor $(psql "$tdb" -At -c "SELECT floor_id FROM bulkhead.claim_floor")"
 fi
 echo "pool_bench: $jobs deliveries ($shape shape), $nodes node(s) with $(sed -n -E 's/.*"workers": *([0-9]+).*/\1/p' "$tiers_dir/default.json") default workers each, durability on; load $(load_average all)"
 printf '%-6s %-8s %12s %18s %14s %14s %14s %8s %8s\n' pair mode deliveries/s "server CPU ms/dlv" \
