@@ -10,6 +10,7 @@
 #                             # instead (200 / 8 = 25 each), as load/engine_bench.sh fleet sizes
 #                             # them: 8 nodes of 200 send 1,600 requests at once to the mock on
 #                             # the same 2 cores, and its answers then take up to 2 s
+#   POOL_BENCH_NODE_BIN=/x/bulkhead …  # the nodes run that binary (another build's)
 #   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls
 #                             # and rows per delivery, plan and execution ms per call
 #   POOL_BENCH_SHAPE=production load/pool_bench.sh   # production's shape: the burst lands beside
@@ -44,6 +45,10 @@ case $shape in lab|production) ;; *) usage_error "POOL_BENCH_SHAPE must be lab o
 [ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
 
 load_setup
+# POOL_BENCH_NODE_BIN: the `bulkhead` the nodes run (another build's, to hold two side by side
+# on the same schema); the migrations are always this build's.
+node_bin=${POOL_BENCH_NODE_BIN:-build/bin/bulkhead}
+[ -x "$node_bin" ] || usage_error "POOL_BENCH_NODE_BIN: '$node_bin' is not an executable"
 # shellcheck source=load/statement.sh
 source load/statement.sh  # raise_claim_floor
 run=.run/bench-pg-durable
@@ -171,7 +176,7 @@ JSON
   start=$(date +%s.%N)
   node_pids=()
   for ((n = 1; n <= nodes; n++)); do
-    build/bin/bulkhead run --config "$work/node-$n.json" >"$work/node-$mode-$n.log" 2>&1 &
+    "$node_bin" run --config "$work/node-$n.json" >"$work/node-$mode-$n.log" 2>&1 &
     node_pids+=($!)
   done
   local last=-1 still=0
@@ -194,12 +199,13 @@ JSON
       WHERE d.datname = 'pool_bench' AND s.query NOT LIKE '%pg_stat%'")
   # POOL_BENCH_STATEMENTS=1: where that time went, the node's costliest statements (to stderr).
   if [ "${POOL_BENCH_STATEMENTS:-0}" = 1 ]; then
-    echo "  $mode: the costliest statements (calls and rows per delivery, ms per call and per delivery)" >&2
+    echo "  $mode: the costliest statements (calls, times planned, calls a delivery, rows a call;" \
+      "ms a call planning and executing, and both a delivery)" >&2
     psql "$db" -At -F' ' -v n="$jobs_here" >&2 <<'SQL'
-SELECT format('  %-9s %8s %7s %7s %8s %8s  %s', 'calls', 'calls/d', 'rows/c', 'plan/c', 'exec/c',
-              'ms/dlv', 'statement')
+SELECT format('  %-9s %7s %8s %7s %7s %8s %8s  %s', 'calls', 'plans', 'calls/d', 'rows/c',
+              'plan/c', 'exec/c', 'ms/dlv', 'statement')
 UNION ALL
-(SELECT format('  %-9s %8s %7s %7s %8s %8s  %s', calls, round(calls::numeric / :n, 4),
+(SELECT format('  %-9s %7s %8s %7s %7s %8s %8s  %s', calls, plans, round(calls::numeric / :n, 4),
                round(rows::numeric / greatest(calls, 1), 1),
                round((total_plan_time / greatest(calls, 1))::numeric, 3),
                round((total_exec_time / greatest(calls, 1))::numeric, 3),

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "claim_store_statements.h"
+#include "index_plans.h"
 #include "named_queries.h"
 #include "pooled_connection.h"
 
@@ -102,22 +103,14 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
   // well under a millisecond in order), because a generic plan guesses a LIMIT of $2 + 1000 as
   // a tenth of the table. Every statement on this connection is meant to run from an index
   // (the windows, the skip scan, the channel lookups, probes, hand-back), so the other two access
-  // paths are switched off for it, and its plans cannot drift with the table.
+  // paths are switched off for it, and its plans cannot drift with the table (PlanFromIndexes,
+  // index_plans.h; the completion writer's connection is set up the same way).
   //
   // Through a pooler in transaction mode (pooled_connection.h) there is no session to keep a
   // setting: the three are made for each transaction, with the statement timeout, and the plan
   // is kept by the statement prepared on each server connection.
   if (!generic_plans_) {
-    if (IsPooled(conn_)) {
-      AddPooledSettings(conn_, {{"plan_cache_mode", "force_generic_plan"},
-                                {"enable_seqscan", "off"},
-                                {"enable_bitmapscan", "off"}});
-    } else {
-      pqxx::nontransaction(conn_, "generic_plans")
-          .exec0(
-              "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; "
-              "SET enable_bitmapscan = off");
-    }
+    PlanFromIndexes(conn_);
     generic_plans_ = true;
   }
   std::vector<sql::Claim::Row> rows = Atomically(conn_, "claim", [&](pqxx::transaction_base& tx) {

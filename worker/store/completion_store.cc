@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "completion_store_statements.h"
+#include "index_plans.h"
 #include "named_queries.h"
+#include "pooled_connection.h"
 
 namespace bulkhead {
 
@@ -28,10 +30,18 @@ int CompletionStore::Record(const std::vector<AttemptResult>& results, const std
                      {"retry_delay_ms", r.retry_delay_ms},
                      {"permanent", r.permanent}});
   }
-  pqxx::work tx(conn_, "record");
-  int written = static_cast<int>(sql::Record::Run(tx, {.results = batch.dump(), .node = node}));
-  tx.commit();
-  return written;
+  // Planned once for the connection, from indexes (index_plans.h): under plan_cache_mode = auto
+  // PostgreSQL kept planning this statement at every write once the statistics had seen the
+  // node's executing rows, and a plan made while they called the table empty read it whole.
+  if (!index_plans_) {
+    PlanFromIndexes(conn_);
+    index_plans_ = true;
+  }
+  // One statement is atomic on its own: autocommit, one round trip, where a transaction block
+  // took three (BEGIN, the write, COMMIT). A pooled connection gets its block (Atomically).
+  return Atomically(conn_, "record", [&](pqxx::transaction_base& tx) {
+    return static_cast<int>(sql::Record::Run(tx, {.results = batch.dump(), .node = node}));
+  });
 }
 
 }  // namespace bulkhead

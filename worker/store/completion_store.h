@@ -1,7 +1,8 @@
 // CompletionStore: what the completion writer runs — one statement that writes a whole batch
 // of attempt results back (worker/store/completion_store.sql). The store prepares only it.
 //
-// One CompletionStore per connection, and both belong to the completion writer's thread.
+// One CompletionStore per connection, and both belong to the completion writer's thread. From
+// the first Record on, the connection plans generically and from indexes only (index_plans.h).
 // Database errors throw pqxx exceptions, and a text that is not UTF-8 throws
 // nlohmann::json::exception while the batch is encoded; the writer tells a failure of the data
 // from one of the database (store_failure.h): it sets the one offending result aside, or resets
@@ -35,6 +36,8 @@ class CompletionStore {
 
  private:
   pqxx::connection_base& conn_;
+  // Whether the session plans from indexes yet (set by the first Record; see there).
+  bool index_plans_ = false;
 };
 
 }  // namespace bulkhead
