@@ -10,6 +10,10 @@
 #                             # instead (200 / 8 = 25 each), as load/engine_bench.sh fleet sizes
 #                             # them: 8 nodes of 200 send 1,600 requests at once to the mock on
 #                             # the same 2 cores, and its answers then take up to 2 s
+#   POOL_BENCH_WARM=1 …         # production's shape with the nodes started and warmed by a first
+#                             # batch before the burst commits (one transaction), measured from
+#                             # its commit: a fleet in service, without the nodes' start-up (their
+#                             # connections, statements and first plans) in the cost a delivery
 #   POOL_BENCH_NODE_BIN=/x/bulkhead …  # the nodes run that binary (another build's)
 #   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls
 #                             # and rows per delivery, plan and execution ms per call
@@ -42,6 +46,8 @@ fleet_workers=$(knob POOL_BENCH_FLEET_WORKERS 0 count0)  # 0: each node the ship
 finished=$(knob POOL_BENCH_FINISHED 1000000 count0)
 shape=${POOL_BENCH_SHAPE:-lab}
 case $shape in lab|production) ;; *) usage_error "POOL_BENCH_SHAPE must be lab or production, not '$shape'" ;; esac
+warm=$(knob POOL_BENCH_WARM 0 count0)
+[ "$warm" = 0 ] || [ "$shape" = production ] || usage_error "POOL_BENCH_WARM=1 needs POOL_BENCH_SHAPE=production"
 [ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
 
 load_setup
@@ -137,16 +143,22 @@ drain() {
       -c "CREATE DATABASE pool_bench TEMPLATE pool_bench_template STRATEGY FILE_COPY" \
       -c "ALTER DATABASE pool_bench SET pg_stat_statements.track_planning = on"
     db=$(db_conn pool_bench)
-    psql "$db" -v n="$((jobs / 2))" -v small="$((jobs / 2 / 3))" >/dev/null <<'SQL'
+    # The burst: half to the 20 busy tenants, half over small ones, 3 each; one transaction.
+    cat >"$work/burst.sql" <<'SQL'
+BEGIN;
 SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
   FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id,
        generate_series(1, :n / 20) WHERE t.name LIKE 'busy-%';
 SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
   FROM (SELECT c.id FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id
          WHERE t.name LIKE 'small-%' ORDER BY c.id LIMIT :small) c, generate_series(1, 3);
-CHECKPOINT;
+COMMIT;
 SQL
-    jobs_here=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE state = 'available'")
+    jobs_here=$(( jobs / 2 / 20 * 20 + jobs / 2 / 3 * 3 ))
+    if [ "$warm" != 1 ]; then
+      psql "$db" -v n="$((jobs / 2))" -v small="$((jobs / 2 / 3))" -f "$work/burst.sql" >/dev/null
+      psql "$db" -c CHECKPOINT >/dev/null
+    fi
   else
     psql "$conn" -c "SET client_min_messages = warning" \
       -c "DROP DATABASE IF EXISTS pool_bench WITH (FORCE)" -c "CREATE DATABASE pool_bench" \
@@ -170,15 +182,43 @@ SQL
  "metrics_listen": "127.0.0.1:$((bouncer_port + n))", "allowed_networks": ["127.0.0.0/8"]$pool}
 JSON
   done
-  first_id=$(psql "$db" -At -c "SELECT coalesce(min(id), 1) - 1 FROM bulkhead.jobs WHERE state = 'available'")
-  psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
-  ticks0=$(server_ticks)
-  start=$(date +%s.%N)
-  node_pids=()
-  for ((n = 1; n <= nodes; n++)); do
-    "$node_bin" run --config "$work/node-$n.json" >"$work/node-$mode-$n.log" 2>&1 &
-    node_pids+=($!)
-  done
+  psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+  start_nodes() {
+    node_pids=()
+    for ((n = 1; n <= nodes; n++)); do
+      "$node_bin" run --config "$work/node-$n.json" >"$work/node-$mode-$n.log" 2>&1 &
+      node_pids+=($!)
+    done
+  }
+  if [ "$warm" = 1 ]; then
+    # Warm nodes, as a fleet in service is: started, their connections open and their statements
+    # planned by a first batch (one delivery to each busy tenant's channel, 100 times), which
+    # they drain and then sleep. The burst then commits at once, and the measure starts after
+    # its commit: neither the nodes' start nor the application's enqueue is in it.
+    start_nodes
+    local warm_from w
+    warm_from=$(psql "$db" -At -c "SELECT coalesce(max(id), 0) FROM bulkhead.jobs")
+    psql "$db" >/dev/null -c "SELECT count(bulkhead.enqueue(c.id, '{\"type\":\"warm\"}'))
+      FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id,
+           generate_series(1, 100) WHERE t.name LIKE 'busy-%'"
+    for ((w = 0; w < 600; w++)); do  # bounded: 60 s
+      [ "$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs
+                               WHERE id > $warm_from AND state <> 'completed'")" = 0 ] && break
+      sleep 0.1
+    done
+    sleep 2  # the runners find nothing more and mark themselves asleep
+    first_id=$(psql "$db" -At -c "SELECT coalesce(max(id), 0) FROM bulkhead.jobs")
+    psql "$db" -v n="$((jobs / 2))" -v small="$((jobs / 2 / 3))" -f "$work/burst.sql" >/dev/null
+    psql "$db" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    ticks0=$(server_ticks)
+    start=$(date +%s.%N)
+  else
+    first_id=$(psql "$db" -At -c "SELECT coalesce(min(id), 1) - 1 FROM bulkhead.jobs WHERE state = 'available'")
+    psql "$db" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    ticks0=$(server_ticks)
+    start=$(date +%s.%N)
+    start_nodes
+  fi
   local last=-1 still=0
   # Bounded: gives up after 30 s without a delivery.
   while [ "$still" -lt 300 ]; do
@@ -269,7 +309,8 @@ SQL
   raise_claim_floor "$tdb" "$finished"
   echo "pool_bench: template built in $(( $(date +%s) - t0 )) s; claim floor $(psql "$tdb" -At -c "SELECT floor_id FROM bulkhead.claim_floor")"
 fi
-echo "pool_bench: $jobs deliveries ($shape shape), $nodes node(s) with $(sed -n -E 's/.*"workers": *([0-9]+).*/\1/p' "$tiers_dir/default.json") default workers each, durability on; load $(load_average all)"
+[ "$warm" = 1 ] && shape_label="$shape shape, warm nodes" || shape_label="$shape shape"
+echo "pool_bench: $jobs deliveries ($shape_label), $nodes node(s) with $(sed -n -E 's/.*"workers": *([0-9]+).*/\1/p' "$tiers_dir/default.json") default workers each, durability on; load $(load_average all)"
 printf '%-6s %-8s %12s %18s %14s %14s %14s %8s %8s\n' pair mode deliveries/s "server CPU ms/dlv" \
   "max backends" "plan ms/dlv" "exec ms/dlv" retried breakers
 declare -a direct_rates pooled_rates direct_cpu pooled_cpu
