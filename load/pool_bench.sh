@@ -15,12 +15,13 @@
 #                             # its commit: a fleet in service, without the nodes' start-up (their
 #                             # connections, statements and first plans) in the cost a delivery
 #   POOL_BENCH_NODE_BIN=/x/bulkhead …  # the nodes run that binary (another build's)
-#   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls
-#                             # and rows per delivery, plan and execution ms per call
+#   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls,
+#                             # times planned, rows a call, planning and execution ms a call
 #   POOL_BENCH_SHAPE=production load/pool_bench.sh   # production's shape: the burst lands beside
 #                             # POOL_BENCH_FINISHED (1,000,000) finished deliveries of the last
-#                             # week (vacuumed, analyzed, the claim floor past them as a leader leaves it), and half of it goes to 20 busy tenants,
-#                             # half to 10,000 tenants of 3 deliveries each; every drain starts
+#                             # week (vacuumed, analyzed, the claim floor raised past them as a
+#                             # leader leaves it), and half of it goes to 20 busy tenants, half
+#                             # to 10,000 tenants of 3 deliveries each; every drain starts
 #                             # from a copy of that database (a template built once)
 #
 # Each pair, in turn and in alternating order: a fresh database with the burst enqueued (one
@@ -154,7 +155,9 @@ SELECT count(bulkhead.enqueue(c.id, '{"type":"bench","data":{"n":1}}'))
          WHERE t.name LIKE 'small-%' ORDER BY c.id LIMIT :small) c, generate_series(1, 3);
 COMMIT;
 SQL
-    jobs_here=$(( jobs / 2 / 20 * 20 + jobs / 2 / 3 * 3 ))
+    # What burst.sql enqueues: the small tenants are the template's 10,000 at most.
+    small=$(( jobs / 2 / 3 < 10000 ? jobs / 2 / 3 : 10000 ))
+    jobs_here=$(( jobs / 2 / 20 * 20 + small * 3 ))
     if [ "$warm" != 1 ]; then
       psql "$db" -v n="$((jobs / 2))" -v small="$((jobs / 2 / 3))" -f "$work/burst.sql" >/dev/null
       psql "$db" -c CHECKPOINT >/dev/null
@@ -305,7 +308,7 @@ VACUUM ANALYZE bulkhead.tenants;
 CHECKPOINT;
 SQL
   # The claim floor where a week's leader has left it (ADR 0027): at 0 the drains' leader would
-  # spend them catching up, 100,000 ids a 2-s round at 0.3-0.6 s of a backend's CPU each.
+  # spend them catching up, 100,000 ids a 2-s round, each walk 0.3-0.6 s (its execution time).
   raise_claim_floor "$tdb" "$finished"
   echo "pool_bench: template built in $(( $(date +%s) - t0 )) s; claim floor $(psql "$tdb" -At -c "SELECT floor_id FROM bulkhead.claim_floor")"
 fi

@@ -244,7 +244,7 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
 // The claim floor (ADR 0027) where a leader that ran beside the history has left it: the
 // leader's own statements, 100,000 ids a round as it takes them, until the floor stops rising
 // (at the first parked job). Left at 0, the node's leader would spend the drains catching up,
-// a round of 0.3-0.6 s of a backend's CPU every 2 s for 100 rounds: a first run's cost beside
+// a walk of 0.3-0.6 s (its execution time) every 2 s for 100 rounds: a first run's cost beside
 // the measured one, which a table a week in service has long paid.
 void RaiseClaimFloor(pqxx::connection& conn, int64_t jobs) {
   const auto start = Clock::now();
