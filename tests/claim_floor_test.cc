@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <thread>
@@ -126,6 +127,58 @@ TEST_F(ClaimFloorTest, AnEnqueueNotYetCommittedHoldsTheFloorBelowItsId) {
   int64_t floor_now = 0;
   EXPECT_EQ(ClaimFrom(Floor(), &floor_now), std::vector<int64_t>{held});
   EXPECT_EQ(floor_now, held);
+}
+
+// enqueue_many draws its ids and then routes each channel (route() reads channels and tenants)
+// before it inserts. A leader's rounds in that gap must see the call as a transaction that can
+// still commit an id: before migration 0018 it held no lock on jobs there, and the floor rose
+// past the ids it had drawn, so its job committed below the floor and no claim read it.
+TEST_F(ClaimFloorTest, AnEnqueueManyBetweenDrawingItsIdsAndInsertingHoldsTheFloorBelowThem) {
+  const std::vector<int64_t> before = EnqueueMany(channel_, 3);
+  for (int64_t id : before) SetState(id, "completed");
+  Raise();
+  ASSERT_EQ(Floor(), before.back() + 1);
+
+  // The tenants held, so that the call's route() waits, after its ids are drawn.
+  auto blocker = Connect();
+  pqxx::work hold(*blocker, "hold_tenants");
+  hold.exec0("LOCK TABLE bulkhead.tenants IN ACCESS EXCLUSIVE MODE");
+  auto app = Connect();
+  const int app_pid = app->backendpid();
+  std::vector<int64_t> drawn;
+  std::thread enqueuer([&] {
+    pqxx::work w(*app, "enqueue_many");
+    for (const auto& row : w.exec("SELECT unnest(bulkhead.enqueue_many(ARRAY[" +
+                                  std::to_string(channel_) + "]::bigint[], ARRAY['{}'::jsonb]))")) {
+      drawn.push_back(row[0].as<int64_t>());
+    }
+    w.commit();
+  });
+  bool waiting = false;
+  for (int i = 0; i < 500 && !waiting; ++i) {
+    waiting = QueryValue<bool>(db(), "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = " +
+                                         std::to_string(app_pid) + " AND wait_event_type = 'Lock'");
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(waiting) << "enqueue_many never waited for the tenants";
+
+  // A job inserted by hand (no route(), so the tenants' lock does not stop it) commits above
+  // the id the call drew, and finishes.
+  const int64_t later = QueryValue<int64_t>(
+      db(),
+      "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload) "
+      "SELECT 'default', tenant_id, id, '{}' FROM bulkhead.channels WHERE id = " +
+          std::to_string(channel_) + " RETURNING id");
+  ASSERT_EQ(later, before.back() + 2) << "the call had not drawn its id when it waited";
+  SetState(later, "completed");
+  Raise(4);
+  EXPECT_LE(Floor(), before.back() + 1) << "the floor passed an id enqueue_many had drawn";
+
+  hold.commit();
+  enqueuer.join();
+  ASSERT_EQ(drawn, std::vector<int64_t>{before.back() + 1});
+  Raise();
+  EXPECT_EQ(ClaimFrom(Floor()), drawn);
 }
 
 TEST_F(ClaimFloorTest, TheClaimReadsFromTheFloorItIsGivenAndReturnsTheFloorAsItIs) {
