@@ -16,9 +16,13 @@
 #               bulkhead.jobs itself has none since migration 0015, ADR 0023)
 #   jobs        an INSERT into bulkhead.jobs itself: every partial index (the row enters
 #               none of the others) and the wake-up trigger (no runner asleep)
-#   +arbiter    the same with ON CONFLICT … DO NOTHING on the idempotency index, as enqueue
-#               inserts (a speculative insertion, even for a row without a key)
 #   enqueue     SELECT bulkhead.enqueue(channel, payload): the checks, route() and plpgsql
+#   +key        the same with an idempotency key, a new one each time: since migration 0019
+#               the key is a row of bulkhead.idempotency_keys (ADR 0026); before it, an entry
+#               of the unique index jobs_idempotency, inserted with ON CONFLICT
+# ENQUEUE_COST_BEFORE=N adds `enqueue` and `+key` once more on a second database, migrated N
+# migrations back (`bulkhead migrate down N`), each run right after its case here: a change to
+# the enqueue measured side by side (N=1 before 0019: the key in the index).
 # For each it prints
 #   - WAL bytes per transaction (pg_current_wal_lsn() around the run, after a CHECKPOINT, so
 #     full-page images are counted as a busy table pays them right after a checkpoint);
@@ -34,6 +38,7 @@ source "$(dirname "$0")/lib.sh"
 
 seconds=$(knob ENQUEUE_COST_SECONDS 10 count)
 channels=$(knob ENQUEUE_COST_CHANNELS 100 count)
+back=$(knob ENQUEUE_COST_BEFORE 0 count0)
 
 load_setup
 pg_start .run/bench-pg-durable 1
@@ -57,22 +62,34 @@ CREATE INDEX ON "+channel" (channel_id, priority, scheduled_at, id) WHERE state 
 CREATE TABLE "+fk" (LIKE "+channel" INCLUDING ALL,
                     FOREIGN KEY (channel_id) REFERENCES bulkhead.channels (id));
 SQL
+if ((back > 0)); then
+  fresh_database enqueue_cost_before
+  db_before=$(db_conn enqueue_cost_before)
+  build/bin/bulkhead migrate up --database "$db_before" >/dev/null
+  build/bin/bulkhead migrate down "$back" --database "$db_before" >/dev/null
+  psql "$db_before" <<'SQL'
+INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
+INSERT INTO bulkhead.channels (tenant_id, url)
+  SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
+SQL
+fi
 
 scripts=$(mktemp -d)
 payload='{"type": "message.created", "conversation": 7, "text": "hello"}'
-cases=(plain row +claim +channel +fk jobs +arbiter enqueue)
+cases=(plain row +claim +channel +fk jobs enqueue)
+((back > 0)) && cases+=(enqueue-before)
+cases+=(+key)
+((back > 0)) && cases+=(+key-before)
 for case in "${cases[@]}"; do
   {
     echo "\\set ch random(1, $channels)"
-    case "$case" in
+    echo "\\set key random(1, 9000000000000000000)"
+    case "${case%-before}" in
       plain) echo "INSERT INTO plain (k, payload) VALUES (:ch, '$payload');" ;;
       jobs) echo "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)" \
                  "VALUES ('default', :ch, :ch, '$payload');" ;;
-      +arbiter) echo "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)" \
-                 "VALUES ('default', :ch, :ch, '$payload')" \
-                 "ON CONFLICT (channel_id, idempotency_key) WHERE idempotency_key IS NOT NULL" \
-                 "DO NOTHING;" ;;
       enqueue) echo "SELECT bulkhead.enqueue(:ch, '$payload');" ;;
+      +key) echo "SELECT bulkhead.enqueue(:ch, '$payload', 'key-' || :key);" ;;
       *) echo "INSERT INTO \"$case\" (queue, tenant_id, channel_id, payload)" \
               "VALUES ('default', :ch, :ch, '$payload');" ;;
     esac
@@ -82,18 +99,20 @@ done
 # bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction multixacts_per_transaction".
 next_multixact() { psql "$db" -At -c "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
 bench() {
-  psql "$db" -c CHECKPOINT
+  local on=$db
+  [[ $1 == *-before ]] && on=$db_before
+  psql "$on" -c CHECKPOINT
   local before after out tps n mx_before mx_after
   mx_before=$(next_multixact)
-  before=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
+  before=$(psql "$on" -At -c "SELECT pg_current_wal_lsn()")
   out=$(PGOPTIONS="${3:-}" "$pg_bindir/pgbench" -n -c "$2" -j "$(($2 < 2 ? 1 : 2))" -T "$seconds" \
-          -f "$scripts/$1.sql" "$db")
-  after=$(psql "$db" -At -c "SELECT pg_current_wal_lsn()")
+          -f "$scripts/$1.sql" "$on")
+  after=$(psql "$on" -At -c "SELECT pg_current_wal_lsn()")
   tps=$(awk '/^tps = / {printf "%.0f", $3}' <<<"$out")
   n=$(awk '/number of transactions actually processed/ {print $NF}' <<<"$out")
-  psql "$db" -c CHECKPOINT  # pg_control_checkpoint() reads the counter as of a checkpoint
+  psql "$on" -c CHECKPOINT  # pg_control_checkpoint() reads the counter as of a checkpoint
   mx_after=$(next_multixact)
-  echo "$tps $(psql "$db" -At -c "SELECT round(pg_wal_lsn_diff('$after', '$before') / $n)")" \
+  echo "$tps $(psql "$on" -At -c "SELECT round(pg_wal_lsn_diff('$after', '$before') / $n)")" \
     "$(awk -v a="$mx_after" -v b="$mx_before" -v n="$n" 'BEGIN {printf "%.2f", (a - b) / n}')"
 }
 
@@ -116,10 +135,10 @@ done
 rm -rf "$scripts"
 echo "load after: $(load_average all)"
 echo
-printf '%-9s %10s %8s %12s %9s %16s %11s %12s\n' case WAL/txn x_plain µs_no_flush x_plain \
+printf '%-14s %10s %8s %12s %9s %16s %11s %12s\n' case WAL/txn x_plain µs_no_flush x_plain \
   tps_16_durable x_plain multixact/txn
 for case in "${cases[@]}"; do
-  printf '%-9s %10s %8s %12s %9s %16s %11s %12s\n' "$case" "${wal[$case]}" \
+  printf '%-14s %10s %8s %12s %9s %16s %11s %12s\n' "$case" "${wal[$case]}" \
     "$(awk -v a="${wal[$case]}" -v b="${wal[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${us[$case]}" "$(awk -v a="${us[$case]}" -v b="${us[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${tps[$case]}" "$(awk -v a="${tps[$case]}" -v b="${tps[plain]}" 'BEGIN {printf "%.2f", a / b}')" \

@@ -204,6 +204,40 @@ TEST_F(MigratorTest, DeliveredInColumnsGoesDownIntoTheAttemptLog) {
   ASSERT_TRUE(migrator.Up().ok());
 }
 
+// Migration 0019 moves the keys of a live database from the unique index jobs_idempotency into
+// bulkhead.idempotency_keys, and its down moves them back: deduplication holds on both sides.
+TEST_F(MigratorTest, IdempotencyKeysMoveToTheirTableAndBackKeepingEveryKey) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  const int version = QueryValue<int>(
+      db(), "SELECT version FROM bulkhead.migrations WHERE name LIKE '%idempotency_keys'");
+  const std::string channel = std::to_string(testing::CreateChannel(
+      db(), testing::CreateTenant(db(), "acme", "default"), "http://127.0.0.1:9/x"));
+  const auto enqueue = [&](const std::string& key) {
+    return QueryValue<int64_t>(db(), "SELECT bulkhead.enqueue(" + channel + ", '{}', " + key + ")");
+  };
+  ASSERT_TRUE(migrator.Down(kNewest - version + 1).ok());
+  EXPECT_FALSE(Exists("bulkhead.idempotency_keys"));
+  const int64_t a = enqueue("'a'"), b = enqueue("'b'");
+  enqueue("NULL");
+
+  ASSERT_TRUE(migrator.Up().ok());
+  EXPECT_FALSE(Exists("bulkhead.jobs_idempotency"));
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT string_agg(key || ' ' || job_id, ',' ORDER BY "
+                                    "key) FROM bulkhead.idempotency_keys"),
+            "a " + std::to_string(a) + ",b " + std::to_string(b));
+  EXPECT_EQ(enqueue("'a'"), a);
+  const int64_t c = enqueue("'c'");
+
+  ASSERT_TRUE(migrator.Down(kNewest - version + 1).ok());
+  EXPECT_TRUE(Exists("bulkhead.jobs_idempotency"));
+  EXPECT_EQ(enqueue("'b'"), b);
+  EXPECT_EQ(enqueue("'c'"), c);
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs"), 4);
+  ASSERT_TRUE(migrator.Up().ok());
+}
+
 TEST_F(MigratorTest, DownStopsWhenNothingIsLeftToReverse) {
   Migrator migrator(db(), EmbeddedMigrations());
   ASSERT_TRUE(migrator.Up().ok());

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "console_pool.h"
 #include "console_store.h"
+#include "fleet_store.h"
 #include "http_receiver.h"
 #include "migrations.h"
 #include "migrator.h"
@@ -448,6 +449,23 @@ TEST_F(RolesTest, ANodeRoleGrantedBeforeMigration0010MarksItsRunnersAsleepAfterI
   EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 1);
   claims.MarkAwake("default", "old-node");
   EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 0);
+}
+
+TEST_F(RolesTest, ANodeRoleGrantedBeforeMigration0019PrunesJobsWithTheirKeysAfterIt) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Down(EmbeddedMigrations().back().version - 18).ok());  // to before 0019
+  MakeRole("bk_old_node");
+  Exec("SELECT bulkhead.grant_role('bk_old_node', 'node')");
+  ASSERT_TRUE(migrator.Up().ok());
+  const std::string channel =
+      std::to_string(testing::CreateChannel(db(), testing::CreateTenant(db(), "acme")));
+  Exec("SELECT bulkhead.enqueue(" + channel + ", '{}', 'k')");
+  Exec("UPDATE bulkhead.jobs SET state = 'completed', finished_at = now() - interval '8 days'");
+
+  pqxx::connection node(As("bk_old_node"));
+  FleetStore fleet(node);
+  EXPECT_EQ(fleet.PruneFinished(7LL * 24 * 3600 * 1000, 10), 1);
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.idempotency_keys"), 0);
 }
 
 }  // namespace

@@ -204,6 +204,98 @@ TEST_F(EnqueueTest, AConcurrentDuplicateWaitsAndReturnsTheCommittedJobsId) {
   EXPECT_EQ(QueryValue<std::string>(db(), "SELECT payload->>'from' FROM bulkhead.jobs"), "a");
 }
 
+// Since migration 0019 a key is a row of bulkhead.idempotency_keys naming its job, written with
+// the job and by nobody else.
+TEST_F(EnqueueTest, AKeyIsHeldInItsOwnTableByTheJobThatTookIt) {
+  int64_t id = EnqueueCommitted(Str(channel_) + ", '{}', 'order-7'");
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT channel_id || ' ' || key || ' ' || job_id FROM "
+                                    "bulkhead.idempotency_keys"),
+            Str(channel_) + " order-7 " + Str(id));
+  EnqueueCommitted(Str(channel_) + ", '{}'");
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.idempotency_keys"), 1)
+      << "an enqueue without a key writes no key";
+  EXPECT_EQ(QueryValue<std::string>(
+                db(), "SELECT idempotency_key FROM bulkhead.jobs WHERE id = " + Str(id)),
+            "order-7")
+      << "the job keeps its key for its readers";
+}
+
+// A job deleted other than by the prune (by hand, a TRUNCATE) leaves its key row behind; the
+// key is free all the same, as it was when the key was an index of the job's own row.
+TEST_F(EnqueueTest, AKeyWhoseJobIsGoneIsTakenByTheNextEnqueue) {
+  int64_t first = EnqueueCommitted(Str(channel_) + ", '{\"n\": 1}', 'k'");
+  {
+    pqxx::work tx(db());
+    tx.exec0("DELETE FROM bulkhead.jobs WHERE id = " + Str(first));
+    tx.commit();
+  }
+  int64_t second = EnqueueCommitted(Str(channel_) + ", '{\"n\": 2}', 'k'");
+  EXPECT_NE(second, first);
+  EXPECT_EQ(JobCount(), 1);
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT job_id FROM bulkhead.idempotency_keys"), second);
+  EXPECT_EQ(EnqueueCommitted(Str(channel_) + ", '{\"n\": 3}', 'k'"), second);
+
+  {
+    pqxx::work tx(db());
+    tx.exec0("TRUNCATE bulkhead.jobs");
+    tx.commit();
+  }
+  pqxx::work tx(db());
+  std::vector<int64_t> ids =
+      EnqueueMany(tx, "ARRAY[" + Str(channel_) + ", " + Str(channel_) +
+                          "]::bigint[], ARRAY['{}', '{}']::jsonb[], ARRAY['k', 'k']");
+  tx.commit();
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids[0], ids[1]);
+  EXPECT_EQ(JobCount(), 1);
+}
+
+// Two enqueues taking over one free key at once: the second waits for the first, and answers
+// with its job once it commits; one job in all.
+TEST_F(EnqueueTest, TwoEnqueuesOfAFreedKeyAtOnceMakeOneJob) {
+  int64_t gone = EnqueueCommitted(Str(channel_) + ", '{}', 'k'");
+  {
+    pqxx::work tx(db());
+    tx.exec0("DELETE FROM bulkhead.jobs WHERE id = " + Str(gone));
+    tx.commit();
+  }
+  auto other = Connect();
+  const int other_pid = other->backendpid();
+  auto watcher = Connect();
+
+  pqxx::work a(db());
+  int64_t a_id = Enqueue(a, Str(channel_) + ", '{\"from\": \"a\"}', 'k'");
+  ASSERT_NE(a_id, gone);
+
+  int64_t b_id = 0;
+  std::string b_error;
+  std::thread b([&] {
+    try {
+      pqxx::work tx(*other);
+      b_id = Enqueue(tx, Str(channel_) + ", '{\"from\": \"b\"}', 'k'");
+      tx.commit();
+    } catch (const std::exception& e) {
+      b_error = e.what();
+    }
+  });
+  bool b_waited = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !b_waited && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+    b_waited =
+        QueryValue<bool>(*watcher, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = " +
+                                       std::to_string(other_pid) + " AND wait_event_type = 'Lock'");
+  }
+  a.commit();
+  b.join();
+
+  EXPECT_TRUE(b_waited) << "session B never waited for A's take-over of the key";
+  EXPECT_EQ(b_error, "");
+  EXPECT_EQ(b_id, a_id);
+  EXPECT_EQ(JobCount(), 1);
+}
+
 // ---- Scheduling and the breaker --------------------------------------------------------------
 
 TEST_F(EnqueueTest, KeepsAFutureScheduledAt) {

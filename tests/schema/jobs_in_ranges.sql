@@ -9,11 +9,8 @@
 -- reaches rows of other ranges too. A session may set `bulkhead.test_ranges` (16: the first and
 -- 15 more) and `bulkhead.test_range_size` (4 ids) first: load/ranges_cost.sh does.
 --
--- Not the migration: the unique index of idempotency keys cannot live on a partitioned table
--- (a unique index must hold the partition key). It stays on each range alone, and the enqueue
--- functions lose their ON CONFLICT (which has no arbiter on the parent): keys are unique within
--- a range only, and a duplicate key fails with unique_violation instead of answering with the
--- first job. ADR 0026 moves deduplication to a table of its own.
+-- Idempotency keys need nothing here: since migration 0019 they are held by a table of their
+-- own, not by a unique index on jobs (which a partitioned table could not have).
 BEGIN;
 ALTER TABLE bulkhead.jobs RENAME TO jobs_first;
 ALTER TABLE bulkhead.jobs_first ALTER COLUMN id DROP IDENTITY;
@@ -32,13 +29,13 @@ BEGIN
     EXECUTE format('DROP TRIGGER %I ON bulkhead.jobs_first', r.tgname);
     EXECUTE replace(r.def, ' ON bulkhead.jobs_first ', ' ON bulkhead.jobs ');
   END LOOP;
-  FOR r IN SELECT c.relname, pg_get_indexdef(i.indexrelid) AS def, i.indisunique, i.indisprimary
+  FOR r IN SELECT c.relname, pg_get_indexdef(i.indexrelid) AS def, i.indisprimary
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
             WHERE i.indrelid = 'bulkhead.jobs_first'::regclass LOOP
     EXECUTE format('ALTER INDEX bulkhead.%I RENAME TO %I', r.relname, 'first_' || r.relname);
     IF r.indisprimary THEN
       EXECUTE format('ALTER TABLE bulkhead.jobs ADD CONSTRAINT %I PRIMARY KEY (id)', r.relname);
-    ELSIF NOT r.indisunique THEN
+    ELSE
       EXECUTE replace(r.def, ' ON bulkhead.jobs_first ', ' ON bulkhead.jobs ');
     END IF;
   END LOOP;
@@ -54,23 +51,7 @@ BEGIN
     EXECUTE format('CREATE TABLE bulkhead.%I PARTITION OF bulkhead.jobs '
                    'FOR VALUES FROM (%s) TO (%s)', 'jobs_from_' || n * size, n * size,
                    (n + 1) * size);
-    EXECUTE format('CREATE UNIQUE INDEX ON bulkhead.%I (channel_id, idempotency_key) '
-                   'WHERE idempotency_key IS NOT NULL', 'jobs_from_' || n * size);
   END LOOP;
   CREATE TABLE bulkhead.jobs_above PARTITION OF bulkhead.jobs DEFAULT;
-  CREATE UNIQUE INDEX ON bulkhead.jobs_above (channel_id, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-END $$;
-DO $$
-DECLARE
-  f regprocedure;
-BEGIN
-  FOREACH f IN ARRAY ARRAY['bulkhead.enqueue(bigint, jsonb, text, timestamptz, text)',
-                           'bulkhead.enqueue_many(bigint[], jsonb[], text[], timestamptz[])',
-                           'bulkhead.publish(bigint, text, jsonb, text, text)']::regprocedure[] LOOP
-    EXECUTE replace(pg_get_functiondef(f),
-                    'ON CONFLICT (channel_id, idempotency_key) WHERE idempotency_key IS NOT NULL '
-                    'DO NOTHING', '');
-  END LOOP;
 END $$;
 COMMIT;

@@ -88,10 +88,10 @@ int FleetStore::ForgetSleepers() {
 
 int FleetStore::PruneFinished(int64_t retention_ms, int batch) {
   pqxx::work tx(conn_, "prune_finished");
-  int pruned = static_cast<int>(sql::PruneFinished::Run(
-      tx, {.retention_ms = static_cast<double>(retention_ms), .batch = batch}));
+  const auto rows = sql::PruneFinished::Run(
+      tx, {.retention_ms = static_cast<double>(retention_ms), .batch = batch});
   tx.commit();
-  return pruned;
+  return static_cast<int>(rows.front().pruned);
 }
 
 int FleetStore::RaiseClaimFloor(int64_t step) {

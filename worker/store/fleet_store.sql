@@ -219,6 +219,7 @@ DELETE FROM bulkhead.sleepers s
 -- Deletes up to $2 jobs finished over $1 ms ago, oldest first.
 -- param $1 retention_ms double precision
 -- param $2 batch bigint
+-- column pruned bigint: the jobs deleted
 -- Deletes up to $2 jobs that finished (completed, discarded, cancelled) more
 -- than $1 ms ago, oldest first along jobs_finished. Bounded, so that one run never holds locks
 -- or bloats WAL for long; the leader repeats it until a batch comes back short.
@@ -230,6 +231,8 @@ DELETE FROM bulkhead.sleepers s
 -- locked (an operator's replay, not yet committed), the DELETE waits and then rechecks only its
 -- own WHERE on the row's new version (EvalPlanQual), never the batch's snapshot — so a job
 -- replayed meanwhile, waiting again, is left alone instead of deleted.
+-- Each job's idempotency key goes with it (migration 0019): the row of idempotency_keys that
+-- names the job, reached by its primary key; a key another job has taken over since is left.
 WITH batch AS MATERIALIZED (
   SELECT coalesce(array_agg(b.id), '{}') AS ids, min(b.id) AS lowest, max(b.id) AS highest
     FROM (SELECT j.id FROM bulkhead.jobs j
@@ -237,12 +240,20 @@ WITH batch AS MATERIALIZED (
              AND j.finished_at < now() - $1 * interval '1 millisecond'
            ORDER BY j.finished_at, j.id
            LIMIT $2) AS b
+), gone AS (
+  DELETE FROM bulkhead.jobs
+   WHERE id = ANY((SELECT ids FROM batch)::bigint[])
+     AND id BETWEEN (SELECT lowest FROM batch) AND (SELECT highest FROM batch)
+     AND state IN ('completed', 'discarded', 'cancelled')
+     AND finished_at < now() - $1 * interval '1 millisecond'
+  RETURNING id, channel_id, idempotency_key
+), keys AS (
+  DELETE FROM bulkhead.idempotency_keys k
+   USING gone g
+   WHERE g.idempotency_key IS NOT NULL
+     AND k.channel_id = g.channel_id AND k.key = g.idempotency_key AND k.job_id = g.id
 )
-DELETE FROM bulkhead.jobs
- WHERE id = ANY((SELECT ids FROM batch)::bigint[])
-   AND id BETWEEN (SELECT lowest FROM batch) AND (SELECT highest FROM batch)
-   AND state IN ('completed', 'discarded', 'cancelled')
-   AND finished_at < now() - $1 * interval '1 millisecond'
+SELECT count(*) AS pruned FROM gone
 
 -- name: HighestJobId
 -- The highest id of a committed job (0 for none): SettleClaimFloor's bound, read just before it.
