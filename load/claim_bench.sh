@@ -95,9 +95,6 @@ args() {
   esac
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-quartiles() { sort -n | awk '{ v[NR] = $1 } END { printf "%s–%s", v[int(NR / 4) + 1], v[int(3 * NR / 4)] }'; }
-
 # The two look-aheads the runner chooses between (ClaimLimits, worker/store/store_types.h).
 long=$(grep -o 'kLongLookAhead = [0-9]*' worker/store/store_types.h | grep -o '[0-9]*$')
 short=$(grep -o 'kShortLookAhead = [0-9]*' worker/store/store_types.h | grep -o '[0-9]*$')

@@ -82,9 +82,6 @@ awk '/^limit/ { l = $2; r = $4; rows = ""; next }
      rows == "" && /actual rows=/ { match($0, /actual rows=[0-9]+/); rows = substr($0, RSTART + 12, RLENGTH - 12) }
      /^Execution Time/ { if (r >= 2) print l, $3, rows }' .run/claim_sizes.out >.run/claim_sizes.times
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-quartiles() { sort -n | awk '{ v[NR] = $1 } END { printf "%s–%s", v[int(NR / 4) + 1], v[int(3 * NR / 4)] }'; }
-
 echo "claim_sizes (load $load before, $(load_average) after; $rounds rounds; 200 tenants x 50 due jobs):"
 : >.run/claim_sizes.medians
 for l in "${limits[@]}"; do

@@ -117,6 +117,11 @@ fresh_database() {
     -c "CREATE DATABASE $1"
 }
 
+# median, quartiles: of the numbers on stdin, one a line: the median; the first and third
+# quartiles as "q1–q3" (claim_bench.sh, claim_sizes.sh, prune_cost.sh).
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+quartiles() { sort -n | awk '{ v[NR] = $1 } END { printf "%s–%s", v[int(NR / 4) + 1], v[int(3 * NR / 4)] }'; }
+
 load_average() {
   if [ "${1:-}" = all ]; then cut -d' ' -f1-3 /proc/loadavg; else cut -d' ' -f1 /proc/loadavg; fi
 }

@@ -77,8 +77,6 @@ psql -At "$db" -f .run/prune_cost.sql >.run/prune_cost.out
 awk '/^(before|this)$/ { s = $1 } /^Execution Time/ { print s, $3 }' .run/prune_cost.out \
   >.run/prune_cost.times
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-quartiles() { sort -n | awk '{ v[NR] = $1 } END { printf "%s–%s", v[int(NR / 4) + 1], v[int(3 * NR / 4)] }'; }
 share="one in $keyed with a key"
 ((keyed > 0)) || share="none with a key"
 echo "prune_cost ($jobs finished jobs, $share, batches of 1,000, $rounds rounds; load $load" \

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,44 @@ class EnqueueTest : public DatabaseTest {
     pqxx::work tx(db());
     tx.exec("UPDATE bulkhead.channels SET " + sql + " WHERE id = " + Str(channel));
     tx.commit();
+  }
+
+  // What a second session's enqueue did: the id it returned, the error it raised, and whether
+  // it waited for a lock first.
+  struct Second {
+    int64_t id = 0;
+    std::string error;
+    bool waited = false;
+  };
+  // Runs SELECT bulkhead.enqueue(<args>) and commits on a session of its own, in a thread;
+  // waits (10 s at most) until that session waits for a lock, then calls `release` (the first
+  // session's commit) and waits for the thread.
+  Second EnqueueBehind(const std::string& args, const std::function<void()>& release) {
+    auto other = Connect();
+    const int other_pid = other->backendpid();
+    auto watcher = Connect();
+    Second second;
+    std::thread b([&] {
+      try {
+        pqxx::work tx(*other);
+        second.id = Enqueue(tx, args);
+        tx.commit();
+      } catch (const std::exception& e) {
+        second.error = e.what();
+      }
+    });
+    bool waited = false;
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+         !waited && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+      waited = QueryValue<bool>(*watcher, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = " +
+                                              std::to_string(other_pid) +
+                                              " AND wait_event_type = 'Lock'");
+    }
+    release();
+    b.join();
+    second.waited = waited;
+    return second;
   }
 
   int64_t tenant_ = 0;
@@ -166,40 +205,14 @@ TEST_F(EnqueueTest, DeduplicatesAcrossCommittedTransactions) {
 }
 
 TEST_F(EnqueueTest, AConcurrentDuplicateWaitsAndReturnsTheCommittedJobsId) {
-  auto other = Connect();
-  const int other_pid = other->backendpid();
-  auto watcher = Connect();
-
   pqxx::work a(db());
   int64_t a_id = Enqueue(a, Str(channel_) + ", '{\"from\": \"a\"}', 'k'");
-
-  int64_t b_id = 0;
-  std::string b_error;
-  std::thread b([&] {
-    try {
-      pqxx::work tx(*other);
-      b_id = Enqueue(tx, Str(channel_) + ", '{\"from\": \"b\"}', 'k'");
-      tx.commit();
-    } catch (const std::exception& e) {
-      b_error = e.what();
-    }
-  });
-
   // B must be blocked on A's key before A commits, or the test would not be about concurrency.
-  bool b_waited = false;
-  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       !b_waited && std::chrono::steady_clock::now() < deadline;
-       std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
-    b_waited =
-        QueryValue<bool>(*watcher, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = " +
-                                       std::to_string(other_pid) + " AND wait_event_type = 'Lock'");
-  }
-  a.commit();
-  b.join();
+  Second b = EnqueueBehind(Str(channel_) + ", '{\"from\": \"b\"}', 'k'", [&] { a.commit(); });
 
-  EXPECT_TRUE(b_waited) << "session B never waited for A's idempotency key";
-  EXPECT_EQ(b_error, "");
-  EXPECT_EQ(b_id, a_id);
+  EXPECT_TRUE(b.waited) << "session B never waited for A's idempotency key";
+  EXPECT_EQ(b.error, "");
+  EXPECT_EQ(b.id, a_id);
   EXPECT_EQ(JobCount(), 1);
   EXPECT_EQ(QueryValue<std::string>(db(), "SELECT payload->>'from' FROM bulkhead.jobs"), "a");
 }
@@ -260,39 +273,14 @@ TEST_F(EnqueueTest, TwoEnqueuesOfAFreedKeyAtOnceMakeOneJob) {
     tx.exec0("DELETE FROM bulkhead.jobs WHERE id = " + Str(gone));
     tx.commit();
   }
-  auto other = Connect();
-  const int other_pid = other->backendpid();
-  auto watcher = Connect();
-
   pqxx::work a(db());
   int64_t a_id = Enqueue(a, Str(channel_) + ", '{\"from\": \"a\"}', 'k'");
   ASSERT_NE(a_id, gone);
+  Second b = EnqueueBehind(Str(channel_) + ", '{\"from\": \"b\"}', 'k'", [&] { a.commit(); });
 
-  int64_t b_id = 0;
-  std::string b_error;
-  std::thread b([&] {
-    try {
-      pqxx::work tx(*other);
-      b_id = Enqueue(tx, Str(channel_) + ", '{\"from\": \"b\"}', 'k'");
-      tx.commit();
-    } catch (const std::exception& e) {
-      b_error = e.what();
-    }
-  });
-  bool b_waited = false;
-  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       !b_waited && std::chrono::steady_clock::now() < deadline;
-       std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
-    b_waited =
-        QueryValue<bool>(*watcher, "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = " +
-                                       std::to_string(other_pid) + " AND wait_event_type = 'Lock'");
-  }
-  a.commit();
-  b.join();
-
-  EXPECT_TRUE(b_waited) << "session B never waited for A's take-over of the key";
-  EXPECT_EQ(b_error, "");
-  EXPECT_EQ(b_id, a_id);
+  EXPECT_TRUE(b.waited) << "session B never waited for A's take-over of the key";
+  EXPECT_EQ(b.error, "");
+  EXPECT_EQ(b.id, a_id);
   EXPECT_EQ(JobCount(), 1);
 }
 
