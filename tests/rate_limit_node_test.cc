@@ -7,7 +7,9 @@
 // Time: the assertions are bounds that a loaded machine cannot break — the limit is a ceiling
 // on what arrives in any second (a slow machine sends less, never more), and the unlimited
 // channel's work must be done while the limited one still has a backlog, which the limit, not
-// the machine, makes long.
+// the machine, makes long. One allowance: the limiter grants its tokens at the database, and
+// the receiver counts arrivals, so a send or a read that a loaded (or sanitized) process
+// delays moves a request from one second into the next. kArrivalJitter allows two such.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +31,12 @@ using testing::NodeProcess;
 using testing::QueryValue;
 using testing::ReceivedRequest;
 using testing::Reply;
+
+// Requests a delayed send or read may move into a second beside that second's grants. Far
+// below what a broken limiter sends: at 10/s with a burst of 10, a node that ignored the limit
+// sends all 60 at once, and two nodes that each kept their own bucket send 40 in the first
+// second, against the 20 (+ 2) allowed.
+constexpr int kArrivalJitter = 2;
 
 class RateLimitNodeTest : public DeliveryTest {
  protected:
@@ -83,7 +91,7 @@ class RateLimitNodeTest : public DeliveryTest {
   int tenants_ = 0;
 };
 
-// 10/s and a backlog of 60: in any second the endpoint gets at most one second's burst (10)
+// 10/s and a backlog of 60: in any second the limiter grants at most one second's burst (10)
 // plus what 10/s adds in that second (10), 20, and nothing goes twice.
 TEST_F(RateLimitNodeTest, OneNodeSendsALimitedChannelNoFasterThanItsLimit) {
   HttpReceiver receiver([](const ReceivedRequest&) { return Reply{}; });
@@ -95,7 +103,7 @@ TEST_F(RateLimitNodeTest, OneNodeSendsALimitedChannelNoFasterThanItsLimit) {
       WaitFor("(SELECT count(*) = 60 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << node.Log();
   const auto requests = receiver.Requests();
-  EXPECT_LE(MostWithin(requests, "/limited", std::chrono::milliseconds(1000)), 20);
+  EXPECT_LE(MostWithin(requests, "/limited", std::chrono::milliseconds(1000)), 20 + kArrivalJitter);
   // 60 at 10/s after a burst of 10: the last goes no sooner than 5 s after the first.
   std::vector<std::chrono::system_clock::time_point> times;
   for (const auto& r : requests) times.push_back(r.received_at);
@@ -118,7 +126,7 @@ TEST_F(RateLimitNodeTest, TwoNodesTogetherKeepTheLimitAndHandBackNothingTwice) {
       WaitFor("(SELECT count(*) = 60 FROM bulkhead.jobs WHERE state = 'completed')", seconds(60)))
       << a.Log() << b.Log();
   const auto requests = receiver.Requests();
-  EXPECT_LE(MostWithin(requests, "/limited", std::chrono::milliseconds(1000)), 20);
+  EXPECT_LE(MostWithin(requests, "/limited", std::chrono::milliseconds(1000)), 20 + kArrivalJitter);
   std::map<std::string, int> ids = IdsAt(requests, "/limited");
   EXPECT_EQ(ids.size(), 60u);
   for (const auto& [id, n] : ids) EXPECT_EQ(n, 1) << "job " << id << " sent " << n << " times";
