@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
-# keyed_bulk_cost.sh — the keyed bulk enqueues of this build against the schema one migration
+# keyed_bulk_cost.sh — the keyed bulk enqueues of this build against the schema some migrations
 # back, side by side: enqueue_many with 100 keyed items a call, and a keyed publish to one
-# tenant's 1,000 channels (issue 30; migration 0019 moved the keys into their own table).
+# tenant's 1,000 channels (issue 30; migration 0019 moved the keys into their own table, 0020
+# takes a call's keys in one INSERT).
 #
-#   load/keyed_bulk_cost.sh     # two rounds of 8 s a case, 4 clients, durability on
+#   load/keyed_bulk_cost.sh                       # this build against one migration back
+#   KEYED_BULK_BEFORE="1 2" load/keyed_bulk_cost.sh  # ... and against two back
 #
-# Two databases on the durable embedded PostgreSQL (.run/bench-pg-durable), migrated with
-# build/bin/bulkhead, `old` then taken down one migration (`bulkhead migrate down 1`): 100
-# tenants of one channel each for enqueue_many (item i to channel i), and a tenant of 1,000
-# channels for publish. Each case runs pgbench for 8 s, every call with new keys; prints calls/s
-# and WAL bytes a delivery (pg_current_wal_lsn() around the run, after a CHECKPOINT), and the
-# load average before and after.
+# Two rounds of 8 s a case, 4 clients, durability on. One database per schema on the durable
+# embedded PostgreSQL (.run/bench-pg-durable), migrated with build/bin/bulkhead: `new`, and
+# `backN` for each N of KEYED_BULK_BEFORE (default 1), taken down N migrations (`bulkhead
+# migrate down N`). Each holds 100 tenants of one channel each for enqueue_many (item i to
+# channel i), and a tenant of 1,000 channels for publish. Each case runs pgbench for 8 s, every
+# call with new keys; prints calls/s and WAL bytes a delivery (pg_current_wal_lsn() around the
+# run, after a CHECKPOINT), and the load average before and after.
 # shellcheck source=load/lib.sh
 source "$(dirname "$0")/lib.sh"
 
+before=$(knob KEYED_BULK_BEFORE 1 counts)
 load_setup
 pg_start .run/bench-pg-durable 1
 scripts=$(mktemp -d)
-for v in new old; do
+schemas="new"
+for n in ${before//,/ }; do schemas+=" back$n"; done
+for v in $schemas; do
   fresh_database keyed_$v >/dev/null
   build/bin/bulkhead migrate up --database "$(db_conn keyed_$v)" >/dev/null
-  [ $v = old ] && build/bin/bulkhead migrate down 1 --database "$(db_conn keyed_$v)" >/dev/null
+  if [ "$v" != new ]; then
+    build/bin/bulkhead migrate down "${v#back}" --database "$(db_conn keyed_$v)" >/dev/null
+  fi
   psql -q "$(db_conn keyed_$v)" <<'SQL'
 INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 101) g;
 INSERT INTO bulkhead.channels (tenant_id, url) SELECT 1 + g % 100, 'http://127.0.0.1:9/c' || g FROM generate_series(1, 100) g;
@@ -37,7 +45,7 @@ SELECT bulkhead.publish(101, 'invoice.paid', '{"type": "invoice.paid", "text": "
 SQL
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in 1 2; do
-  for v in new old; do
+  for v in $schemas; do
     for f in many pub; do
       D=$(db_conn keyed_$v)
       psql -q "$D" -c CHECKPOINT

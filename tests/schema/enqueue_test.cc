@@ -81,6 +81,12 @@ class EnqueueTest : public DatabaseTest {
   // waits (10 s at most) until that session waits for a lock, then calls `release` (the first
   // session's commit) and waits for the thread.
   Second EnqueueBehind(const std::string& args, const std::function<void()>& release) {
+    return RunBehind("SELECT bulkhead.enqueue(" + args + ")", release);
+  }
+
+  // EnqueueBehind for any statement `select` whose one value is an id. `release` must not
+  // throw: the thread is joined after it.
+  Second RunBehind(const std::string& select, const std::function<void()>& release) {
     auto other = Connect();
     const int other_pid = other->backendpid();
     auto watcher = Connect();
@@ -88,7 +94,7 @@ class EnqueueTest : public DatabaseTest {
     std::thread b([&] {
       try {
         pqxx::work tx(*other);
-        second.id = Enqueue(tx, args);
+        second.id = tx.exec1(select)[0].as<int64_t>();
         tx.commit();
       } catch (const std::exception& e) {
         second.error = e.what();
@@ -282,6 +288,69 @@ TEST_F(EnqueueTest, TwoEnqueuesOfAFreedKeyAtOnceMakeOneJob) {
   EXPECT_EQ(b.error, "");
   EXPECT_EQ(b.id, a_id);
   EXPECT_EQ(JobCount(), 1);
+}
+
+// Since migration 0020 a call takes the keys it can in one INSERT and settles each conflict on
+// its own: in one call, a fresh key, a key whose job is gone, a key a live job holds, and a key
+// twice.
+TEST_F(EnqueueTest, EnqueueManySettlesFreshGoneLiveAndRepeatedKeysInOneCall) {
+  int64_t live = EnqueueCommitted(Str(channel_) + ", '{}', 'live'");
+  int64_t gone = EnqueueCommitted(Str(channel_) + ", '{}', 'gone'");
+  {
+    pqxx::work tx(db());
+    tx.exec0("DELETE FROM bulkhead.jobs WHERE id = " + Str(gone));
+    tx.commit();
+  }
+  const std::string c = Str(channel_);
+  pqxx::work tx(db());
+  std::vector<int64_t> ids =
+      EnqueueMany(tx, "ARRAY[" + c + ", " + c + ", " + c + ", " + c + ", " + c +
+                          "]::bigint[], ARRAY['{}', '{}', '{}', '{}', '{}']::jsonb[], "
+                          "ARRAY['gone', 'fresh', 'live', 'gone', NULL]");
+  tx.commit();
+  ASSERT_EQ(ids.size(), 5u);
+  EXPECT_NE(ids[0], gone) << "the gone job's key is taken over by a new job";
+  EXPECT_EQ(ids[2], live);
+  EXPECT_EQ(ids[3], ids[0]);
+  EXPECT_NE(ids[1], ids[0]);
+  EXPECT_NE(ids[4], ids[0]);
+  EXPECT_EQ(JobCount(), 4);  // live, and the call's gone, fresh and unkeyed
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT string_agg(key || '=' || job_id, ' ' ORDER BY key) "
+                                    "FROM bulkhead.idempotency_keys"),
+            "fresh=" + Str(ids[1]) + " gone=" + Str(ids[0]) + " live=" + Str(live));
+}
+
+// A call takes its keys in (channel, key) order, not in its items' order, so two calls that
+// share keys queue on the first they share. Taken in the items' order (as before 0020) the
+// second call below would hold k2 while it waited for k1, and the first call's k2 would then
+// wait for it: a deadlock, which PostgreSQL breaks by failing one of them.
+TEST_F(EnqueueTest, TwoEnqueueManyCallsSharingKeysInOppositeOrdersQueueRatherThanDeadlock) {
+  const std::string c = Str(channel_);
+  pqxx::work a(db());
+  std::vector<int64_t> k1 = EnqueueMany(a, "ARRAY[" + c +
+                                               "]::bigint[], ARRAY['{}']::jsonb[], "
+                                               "ARRAY['k1']");
+  std::vector<int64_t> k2;
+  std::string a_error;
+  Second b = RunBehind("SELECT (bulkhead.enqueue_many(ARRAY[" + c + ", " + c +
+                           "]::bigint[], ARRAY['{}', '{}']::jsonb[], ARRAY['k2', 'k1']))[1]",
+                       [&] {
+                         try {
+                           k2 = EnqueueMany(a, "ARRAY[" + c +
+                                                   "]::bigint[], ARRAY['{}']::jsonb[], "
+                                                   "ARRAY['k2']");
+                           a.commit();
+                         } catch (const std::exception& e) {
+                           a_error = e.what();
+                         }
+                       });
+  EXPECT_TRUE(b.waited) << "the second call never waited for the first's k1";
+  EXPECT_EQ(a_error, "");
+  EXPECT_EQ(b.error, "");
+  ASSERT_EQ(k2.size(), 1u);
+  EXPECT_EQ(b.id, k2[0]) << "the second call's k2 answers with the first call's job";
+  EXPECT_EQ(JobCount(), 2);
 }
 
 // ---- Scheduling and the breaker --------------------------------------------------------------

@@ -260,6 +260,25 @@ TEST_F(PublishTest, DeduplicatesAgainstADeliveryMadeByEnqueueWithTheSameKey) {
   EXPECT_EQ(Count(second), 1);
 }
 
+// A channel whose delivery of the key is gone (deleted by hand) takes its key over; beside it
+// a channel whose delivery lives answers with that one, and a new channel takes the key afresh.
+TEST_F(PublishTest, AKeyWhoseDeliveryIsGoneIsTakenOverOnItsChannelAlone) {
+  int64_t second = CreateChannel(db(), tenant_, "https://acme.example/second");
+  EXPECT_EQ(PublishCommitted(Args("'invoice.paid'", ", 'evt-1'")), 2);
+  Exec("DELETE FROM bulkhead.jobs WHERE channel_id = " + Str(channel_));
+  int64_t third = CreateChannel(db(), tenant_, "https://acme.example/third");
+  EXPECT_EQ(PublishCommitted(Args("'invoice.paid'", ", 'evt-1'")), 2);
+  EXPECT_EQ(Count(channel_), 1);
+  EXPECT_EQ(Count(second), 1);
+  EXPECT_EQ(Count(third), 1);
+  EXPECT_EQ(QueryValue<int>(db(),
+                            "SELECT count(*) FROM bulkhead.idempotency_keys k JOIN bulkhead.jobs j "
+                            "ON j.id = k.job_id AND j.channel_id = k.channel_id "
+                            "AND j.idempotency_key = k.key"),
+            3)
+      << "every key names its channel's live delivery";
+}
+
 TEST_F(PublishTest, WithoutAKeyEveryPublishCreatesNewDeliveries) {
   EXPECT_EQ(PublishCommitted(Args()), 1);
   EXPECT_EQ(PublishCommitted(Args()), 1);
