@@ -331,6 +331,7 @@ TEST_F(EnqueueTest, TwoEnqueueManyCallsSharingKeysInOppositeOrdersQueueRatherTha
   std::vector<int64_t> k1 = EnqueueMany(a, "ARRAY[" + c +
                                                "]::bigint[], ARRAY['{}']::jsonb[], "
                                                "ARRAY['k1']");
+  ASSERT_EQ(k1.size(), 1u);
   std::vector<int64_t> k2;
   std::string a_error;
   Second b = RunBehind("SELECT (bulkhead.enqueue_many(ARRAY[" + c + ", " + c +
