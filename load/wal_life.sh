@@ -3,7 +3,7 @@
 # which WAL records (issue 30, goal 3: at most 600 bytes of WAL for a 100-byte payload).
 #
 #   load/wal_life.sh          # WAL_LIFE_JOBS (20000) deliveries over WAL_LIFE_CHANNELS (1000)
-#   WAL_LIFE_SQL="ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" load/wal_life.sh
+#   WAL_LIFE_SQL="ALTER TABLE bulkhead.jobs_first SET (fillfactor = 50)" load/wal_life.sh
 #                             # the same after SQL of one's own: an option tried on the schema
 #   WAL_LIFE_SHAPE=production load/wal_life.sh
 #                             # production's shape: beside a week of finished deliveries, over
@@ -20,7 +20,8 @@
 #     half the deliveries to each group;
 #   - WAL_LIFE_NODES (2) nodes run while pgbench enqueues: one phase, enqueue_and_drain, from the
 #     first enqueue to the last delivery;
-#   - the prune deletes the week-old rows, as many as the burst, oldest first.
+#   - with WAL_LIFE_RANGES=0, the prune deletes the week-old rows, as many as the burst, oldest
+#     first (with ranges it drops the burst's range, as in the lab's shape).
 # The phases (a CHECKPOINT before the first and before the prune: a delivery is enqueued,
 # claimed and finished within seconds, one checkpoint cycle, but pruned a week later, when the
 # first change to each page after a checkpoint logs the whole page):
@@ -30,9 +31,12 @@
 #                to bulkhead-mock (/hook/fast): the claims, the result writes, and the node's
 #                own upkeep while it runs (heartbeat, samples)
 #   vacuum       VACUUM bulkhead.jobs: the versions the claim and the result left
-#   prune        the leader's PruneFinished statement with a retention of 0, in batches of
-#                1,000, oldest first, until it has deleted as many rows as the burst (in the
-#                lab's shape, the burst itself)
+#   prune        the leader's, a week later: since migration 0021 the burst has a range of
+#                its own (added before the enqueue, as the leader keeps one ahead), and the
+#                prune deletes its keys (ForgetRangeKeys) and drops it (drop_job_range).
+#                With WAL_LIFE_RANGES=0, or a build before 0021: the PruneFinished statement
+#                with a retention of 0, in batches of 1,000, oldest first, until it has
+#                deleted as many rows as the burst (in the lab's shape, the burst itself)
 #   vacuum       again: the deleted rows
 # For each phase it prints the WAL bytes per delivery (pg_current_wal_lsn() around it), of them
 # the full-page images, PostgreSQL's CPU per delivery (the postmaster and every process under
@@ -64,7 +68,11 @@ fresh_database wal_life
 db=$(db_conn wal_life)
 build/bin/bulkhead migrate up --database "$db" >/dev/null
 psql "$db" <<SQL
-ALTER TABLE bulkhead.jobs SET (autovacuum_enabled = off);
+DO \$\$ DECLARE leaf regclass; BEGIN
+  FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf LOOP
+    EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', leaf);
+  END LOOP;
+END \$\$;
 INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, $channels) g;
 INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
@@ -203,19 +211,39 @@ enqueue_and_drain() { start_nodes; enqueue; wait_drained; }
 vacuum() { psql "$db" -c "VACUUM bulkhead.jobs"; }
 
 prune() {
+  if [ -n "$burst_range" ]; then  # the leader's: the keys of the range, then the range
+    psql "$db" -At -c "PREPARE forget (bigint, bigint) AS $(statement forget_range_keys)" \
+      -c "EXECUTE forget($burst_low, $burst_high)" \
+      -c "SELECT bulkhead.drop_job_range('$burst_range', now())"
+    return
+  fi
   local sql pruned
   sql=$(statement prune_finished)
   [ -n "$sql" ] || { echo "$load_script: the build has no prune_finished statement" >&2; exit 1; }
-  # As many rows as the burst, oldest first: the history's, where there is one.
+  # As many rows as the burst, oldest first: the history's, where there is one. Every id (the
+  # bounds of migration 0021; a build before it declares two parameters and uses those).
   local gone=0
   while [ "$gone" -lt "$jobs" ]; do
-    pruned=$(psql "$db" -At -c "PREPARE prune (double precision, bigint) AS $sql" \
-               -c "EXECUTE prune(0, $((jobs - gone < 1000 ? jobs - gone : 1000)))" \
+    pruned=$(psql "$db" -At \
+               -c "PREPARE prune (double precision, bigint, bigint, bigint) AS $sql" \
+               -c "EXECUTE prune(0, $((jobs - gone < 1000 ? jobs - gone : 1000)),
+                                 -9223372036854775808, 9223372036854775807)" \
                -c '\echo :ROW_COUNT')
     [ "${pruned:-0}" -gt 0 ] || break
     gone=$((gone + pruned))
   done
 }
+
+# The burst's own range of ids (migration 0021), as the leader adds one ahead of the enqueues,
+# so that the prune drops it whole; WAL_LIFE_RANGES=0, or a build before 0021, puts the burst in
+# the table as it is and prunes row by row.
+burst_range=
+if [ "${WAL_LIFE_RANGES:-1}" = 1 ] && [ -n "$(statement drop_job_range)" ]; then
+  burst_low=$(psql "$db" -At -c "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value
+                                        END FROM bulkhead.jobs_id_seq")
+  burst_high=$((burst_low + jobs + 100000))  # ahead, as the leader keeps it
+  burst_range=$(psql "$db" -At -c "SELECT bulkhead.add_job_range($burst_low, $burst_high)")
+fi
 
 echo "load/wal_life.sh: $shape shape, $jobs deliveries over $channels channels beside $history"\
   "finished, $nodes node(s), a ${#payload}-byte payload,"\

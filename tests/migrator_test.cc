@@ -238,6 +238,63 @@ TEST_F(MigratorTest, IdempotencyKeysMoveToTheirTableAndBackKeepingEveryKey) {
   ASSERT_TRUE(migrator.Up().ok());
 }
 
+// Migration 0021 moves jobs into ranges without copying a row, and its down moves them back:
+// every job and key kept under its id, the next id where it was, the schema as it was.
+TEST_F(MigratorTest, JobsGoIntoRangesAndBackKeepingEveryJobAndTheNextId) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Up().ok());
+  const int version = QueryValue<int>(
+      db(), "SELECT version FROM bulkhead.migrations WHERE name LIKE '%jobs_in_ranges'");
+  ASSERT_TRUE(migrator.Down(kNewest - version + 1).ok());
+  const std::string before = SchemaDump();
+  const std::string channel = std::to_string(testing::CreateChannel(
+      db(), testing::CreateTenant(db(), "acme", "default"), "http://127.0.0.1:9/x"));
+  const auto enqueue = [&](const std::string& key) {
+    return QueryValue<int64_t>(db(), "SELECT bulkhead.enqueue(" + channel + ", '{}', " + key + ")");
+  };
+  const auto range_of = [&](int64_t id) {
+    return QueryValue<std::string>(db(),
+                                   "SELECT c.relname::text FROM bulkhead.jobs j JOIN pg_class c "
+                                   "ON c.oid = j.tableoid WHERE j.id = " +
+                                       std::to_string(id));
+  };
+  const auto ids = [&] {
+    return QueryValue<std::string>(
+        db(), "SELECT string_agg(id::text, ',' ORDER BY id) FROM bulkhead.jobs");
+  };
+  const int64_t keyed = enqueue("'a'");
+  for (int i = 0; i < 4; ++i) enqueue("NULL");
+
+  ASSERT_TRUE(migrator.Up().ok());
+  EXPECT_EQ(range_of(keyed), "jobs_first");
+  EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT string_agg(range_name || ' ' || "
+                                    "coalesce(high::text, ''), ', ') FROM bulkhead.job_ranges()"),
+            "jobs_first 6, jobs_beyond ");
+  EXPECT_EQ(enqueue("'a'"), keyed);  // the key still holds
+  const int64_t next =
+      QueryValue<int64_t>(db(),
+                          "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END "
+                          "FROM bulkhead.jobs_id_seq");
+  Exec("SELECT bulkhead.add_job_range(" + std::to_string(next) + ", " + std::to_string(next + 2) +
+       ")");
+  const int64_t b = enqueue("'b'");
+  EXPECT_EQ(range_of(b), "jobs_from_" + std::to_string(next));
+  enqueue("NULL");
+  const int64_t beyond = enqueue("NULL");
+  EXPECT_EQ(range_of(beyond), "jobs_beyond");
+  const std::string all = ids();
+
+  ASSERT_TRUE(migrator.Down(kNewest - version + 1).ok());
+  EXPECT_EQ(SchemaDump(), before);
+  EXPECT_EQ(ids(), all);
+  EXPECT_EQ(enqueue("'b'"), b);
+  const int64_t after = enqueue("NULL");
+  EXPECT_GT(after, beyond);
+  ASSERT_TRUE(migrator.Up().ok());
+  EXPECT_EQ(range_of(after), "jobs_first");
+}
+
 TEST_F(MigratorTest, DownStopsWhenNothingIsLeftToReverse) {
   Migrator migrator(db(), EmbeddedMigrations());
   ASSERT_TRUE(migrator.Up().ok());

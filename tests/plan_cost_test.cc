@@ -376,7 +376,7 @@ Fleet Build(pqxx::connection_base& conn, bool history) {
 }
 
 // The connections of one database, each set up as its caller's is.
-enum class Session { kClaim, kClaimCustom, kCompletion, kBreaker, kFleet, kAdmin };
+enum class Session { kClaim, kClaimCustom, kCompletion, kBreaker, kFleet, kSamples, kAdmin };
 
 class Sessions {
  public:
@@ -395,6 +395,9 @@ class Sessions {
     Prepare(Session::kCompletion, CompletionStore::kStatements);
     Prepare(Session::kBreaker, BreakerStore::kStatements);
     Prepare(Session::kFleet, FleetStore::kStatements);
+    // The leader's samples run with sorts off (FleetStore::SampleFleet).
+    pqxx::nontransaction(Of(Session::kSamples)).exec0("SET enable_sort = off");
+    Prepare(Session::kSamples, FleetStore::kStatements);
     Prepare(Session::kAdmin, AdminChannelStore::kStatements);
     Prepare(Session::kAdmin, AdminJobsStore::kStatements);
   }
@@ -403,7 +406,10 @@ class Sessions {
   // for the connection's life: measured in the plan cache's steady state. A claiming
   // connection's plans are forced; a CLI verb runs each statement once, with a custom plan.
   static int WarmUps(Session s) {
-    return s == Session::kCompletion || s == Session::kBreaker || s == Session::kFleet ? 5 : 0;
+    return s == Session::kCompletion || s == Session::kBreaker || s == Session::kFleet ||
+                   s == Session::kSamples
+               ? 5
+               : 0;
   }
 
  private:
@@ -413,7 +419,7 @@ class Sessions {
     PrepareQueries(Of(s), names);
     for (std::string_view name : names) Of(s).prepare_now(std::string(FindQuery(name).statement));
   }
-  std::array<std::unique_ptr<pqxx::connection>, 6> conns_;
+  std::array<std::unique_ptr<pqxx::connection>, 7> conns_;
 };
 
 // One statement to measure: its prepared name, its caller's session, its arguments (with
@@ -505,16 +511,19 @@ std::vector<Case> Cases() {
       // Deletes finished rows, so its cost is the history's by nature: judged per row deleted, in
       // the bounded batch the leader runs (500: the oldest of the month in one database, the last
       // minutes' deliveries in the other).
-      {"PruneFinished", "prune_finished", Session::kFleet, "0, 500", 500},
+      {"PruneFinished", "prune_finished", Session::kFleet,
+       "0, 500, -9223372036854775808, 9223372036854775807", 500},
+      // The leader's look at a range before it drops one: index ends only, never the range.
+      {"RangeFacts", "range_facts", Session::kFleet, "1, 9223372036854775807, 604800000", 1},
       {"PruneOldSecrets", "prune_old_secrets", Session::kFleet, "", 1},
       {"ParkBehindOpen", "park_behind_open", Session::kFleet, "", 50},
       {"ReconcileParked", "reconcile_parked", Session::kFleet, "", 10},
       // The samples and the status reads count waiting and running jobs, to which the history
       // adds 20,000 parked: judged per job counted.
-      {"SampleJobs", "sample_jobs", Session::kFleet, "", -1, kUnfinished},
-      {"SampleBreakers", "sample_breakers", Session::kFleet, "", 4},
-      {"SampleLag", "sample_lag", Session::kFleet, "", 2},
-      {"SampleClaimFloor", "sample_claim_floor", Session::kFleet, "", 1},
+      {"SampleJobs", "sample_jobs", Session::kSamples, "", -1, kUnfinished},
+      {"SampleBreakers", "sample_breakers", Session::kSamples, "", 4},
+      {"SampleLag", "sample_lag", Session::kSamples, "", 2},
+      {"SampleClaimFloor", "sample_claim_floor", Session::kSamples, "", 1},
       {"QueueStatus", "queue_status", Session::kAdmin, "", -1, kUnfinished},
       {"NodeStatus", "node_status", Session::kAdmin, "", -1,
        "SELECT count(*) FROM bulkhead.jobs WHERE state = 'executing'"},

@@ -468,5 +468,44 @@ TEST_F(RolesTest, ANodeRoleGrantedBeforeMigration0019PrunesJobsWithTheirKeysAfte
   EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.idempotency_keys"), 0);
 }
 
+// Migration 0021: the leader keeps the ranges of jobs through two SECURITY DEFINER functions
+// that only the node part may call. A node role granted before it gets them from the migration,
+// one granted after from `bulkhead grant`; an app role cannot call them.
+TEST_F(RolesTest, OnlyTheNodePartKeepsTheRangesOfJobsWhetherGrantedBeforeOrAfterMigration0021) {
+  Migrator migrator(db(), EmbeddedMigrations());
+  ASSERT_TRUE(migrator.Down(EmbeddedMigrations().back().version - 20).ok());  // to before 0021
+  MakeRole("bk_old_node");
+  Exec("SELECT bulkhead.grant_role('bk_old_node', 'node')");
+  ASSERT_TRUE(migrator.Up().ok());
+  const std::string new_node = Grant("node");
+  const std::string app = Grant("app");
+  const std::string channel =
+      std::to_string(testing::CreateChannel(db(), testing::CreateTenant(db(), "acme")));
+
+  pqxx::connection old_node(As("bk_old_node"));
+  FleetStore old_fleet(old_node);
+  old_fleet.AddJobRange(1, 100);
+  Exec("SELECT bulkhead.enqueue(" + channel + ", '{}', 'k')");
+  Exec(
+      "UPDATE bulkhead.jobs SET state = 'completed', attempt = 1, "
+      "finished_at = now() - interval '8 days'");
+
+  pqxx::connection app_conn(As(app));
+  EXPECT_EQ(ExpectSqlFailure(app_conn, "SELECT bulkhead.add_job_range(100, 200)").sqlstate,
+            "42501");
+  EXPECT_EQ(
+      ExpectSqlFailure(app_conn, "SELECT bulkhead.drop_job_range('jobs_from_1', now())").sqlstate,
+      "42501");
+
+  pqxx::connection node(As(new_node));
+  FleetStore fleet(node);
+  std::vector<JobRange> ranges = fleet.JobRanges();
+  ASSERT_EQ(ranges.size(), 3u);
+  ASSERT_EQ(ranges[1].name, "jobs_from_1");
+  EXPECT_TRUE(fleet.DropJobRange(ranges[1], 7LL * 24 * 3600 * 1000));
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.jobs"), 0);
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.idempotency_keys"), 0);
+}
+
 }  // namespace
 }  // namespace bulkhead

@@ -155,6 +155,22 @@ void Burst(pqxx::connection& conn, const std::vector<int64_t>& channels, int job
 
 void RaiseClaimFloor(pqxx::connection& conn, int64_t jobs);
 
+// `count` ranges of `size` ids each from the next id to be drawn, or the end of the highest
+// range (migration 0021), as a leader that has run keeps them: the week's history in ranges of
+// a day, the bursts in a range of their own ahead. Without them every row lands in the default
+// range, one table as before 0021.
+void AddRanges(pqxx::connection& conn, int count, int64_t size) {
+  pqxx::nontransaction tx(conn);
+  int64_t low = tx.exec1(
+                      "SELECT greatest((SELECT CASE WHEN is_called THEN last_value + 1 ELSE "
+                      "last_value END FROM bulkhead.jobs_id_seq), (SELECT coalesce(max(high), "
+                      "1) FROM bulkhead.job_ranges()))")[0]
+                    .as<int64_t>();
+  for (int i = 0; i < count; ++i, low += size) {
+    tx.exec_params("SELECT bulkhead.add_job_range($1, $2)", low, low + size);
+  }
+}
+
 // A week of history: `finished` completed jobs on `channels`, finished over the last 7 days,
 // each with one attempt logged; `parked` parked jobs on 1,000 paused channels of 100 tenants.
 void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64_t finished,
@@ -343,6 +359,10 @@ int TableBench(const TableArgs& args) {
   pqxx::connection empty(empty_database);
   const std::vector<int64_t> empty_channels = Tenants(empty, 20, "bench-", url);
   int empty_drains = 0;
+  // Room for the drains' bursts in a range of their own, and past what the leader adds a range
+  // for (at least 100,000 ids left), so that it adds none during a drain.
+  const int64_t burst_range = std::max<int64_t>(8LL * args.jobs, 200'000);
+  AddRanges(empty, 1, burst_range);
   auto drain_empty = [&] {
     pqxx::nontransaction(empty).exec("TRUNCATE bulkhead.jobs");
     Burst(empty, empty_channels, args.jobs);
@@ -353,7 +373,9 @@ int TableBench(const TableArgs& args) {
   };
 
   drain_empty();
+  AddRanges(conn, 7, (args.finished + args.parked) / 7 + 1);  // a week in ranges of a day
   History(conn, channels, args.finished, args.parked, url);
+  AddRanges(conn, 1, burst_range);
   Analyze(conn);  // before the burst: the statistics see no available job
   Burst(conn, channels, args.jobs);
   drains.push_back(Drain(args.database, conn, "beside the history, statistics stale", args.jobs));

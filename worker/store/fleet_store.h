@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <pqxx/pqxx>
 #include <span>
 #include <string>
@@ -66,8 +67,25 @@ class FleetStore {
   int ForgetNodes(int64_t after_ms);
   // Deletes the sleeping marks (bulkhead.sleepers) of nodes that hold no lease. Returns them.
   int ForgetSleepers();
-  // Deletes up to `batch` jobs finished over `retention_ms` ago. Returns how many.
-  int PruneFinished(int64_t retention_ms, int batch);
+  // Deletes up to `batch` jobs with ids in [low, high) finished over `retention_ms` ago.
+  // Returns how many.
+  int PruneFinished(int64_t retention_ms, int batch,
+                    int64_t low = std::numeric_limits<int64_t>::min(),
+                    int64_t high = std::numeric_limits<int64_t>::max());
+  // ---- The ranges of jobs (JobRangeKeeper, migration 0021) ----
+  // The highest id of a committed job, 0 for none.
+  int64_t HighestJobId();
+  // Every range of jobs, lowest first, the default range last.
+  std::vector<JobRange> JobRanges();
+  // Adds the range [low, high). Throws when an id at or above `low` was drawn meanwhile or a lock
+  // waited too long (pqxx errors); the caller tries again later.
+  void AddJobRange(int64_t low, int64_t high);
+  // Whether the jobs in [low, high) all finished over `retention_ms` ago (or none finished), and
+  // whether one is live (available, executing, parked).
+  RangeFacts ReadRangeFacts(int64_t low, int64_t high, int64_t retention_ms);
+  // Deletes the idempotency keys of the range [low, high), then drops the range `range` if every
+  // job in it finished over `retention_ms` ago. Returns whether it dropped it.
+  bool DropJobRange(const JobRange& range, int64_t retention_ms);
   // Moves the claim floor (ADR 0027): settles its pending bound when the transactions that
   // held bulkhead.jobs at its reading have ended, then raises the floor to the first unfinished
   // job, passing at most `step` ids. Each statement in its own transaction, in that order.

@@ -216,9 +216,11 @@ DELETE FROM bulkhead.sleepers s
  WHERE NOT EXISTS (SELECT 1 FROM bulkhead.nodes n WHERE n.name = s.node AND n.lease_until > now())
 
 -- name: PruneFinished
--- Deletes up to $2 jobs finished over $1 ms ago, oldest first.
+-- Deletes up to $2 jobs with ids in $3 to $4, exclusive, finished over $1 ms ago, oldest first.
 -- param $1 retention_ms double precision
 -- param $2 batch bigint
+-- param $3 low bigint
+-- param $4 high bigint: exclusive
 -- column pruned bigint: the jobs deleted
 -- Deletes up to $2 jobs that finished (completed, discarded, cancelled) more
 -- than $1 ms ago, oldest first along jobs_finished. Bounded, so that one run never holds locks
@@ -233,11 +235,15 @@ DELETE FROM bulkhead.sleepers s
 -- replayed meanwhile, waiting again, is left alone instead of deleted.
 -- Each job's idempotency key goes with it (migration 0019): the row of idempotency_keys that
 -- names the job, reached by its primary key; a key another job has taken over since is left.
+-- The ids $3 to $4 are the part of the table pruned row by row (JobRangeKeeper): jobs_first,
+-- the default range, a range a live job holds. Ranges the leader drops whole are left to it,
+-- and the bounds leave them out of the plan when it starts, as the batch's own do.
 WITH batch AS MATERIALIZED (
   SELECT coalesce(array_agg(b.id), '{}') AS ids, min(b.id) AS lowest, max(b.id) AS highest
     FROM (SELECT j.id FROM bulkhead.jobs j
            WHERE j.state IN ('completed', 'discarded', 'cancelled')
              AND j.finished_at < now() - $1 * interval '1 millisecond'
+             AND j.id >= $3 AND j.id < $4
            ORDER BY j.finished_at, j.id
            LIMIT $2) AS b
 ), gone AS (
@@ -254,6 +260,65 @@ WITH batch AS MATERIALIZED (
      AND k.channel_id = g.channel_id AND k.key = g.idempotency_key AND k.job_id = g.id
 )
 SELECT count(*) AS pruned FROM gone
+
+-- name: JobRanges
+-- Every range of jobs, lowest first, the default range last (migration 0021).
+-- column range_name text
+-- column low bigint?: NULL for jobs_first (no lower bound) and the default range
+-- column high bigint?: exclusive; NULL for the default range
+-- column is_default boolean
+-- A read of the catalog (bulkhead.job_ranges()), not of jobs.
+SELECT r.range_name, r.low, r.high, r.is_default FROM bulkhead.job_ranges() r
+
+-- name: AddJobRange
+-- Adds the range of ids $1 to $2, exclusive, to jobs.
+-- param $1 low bigint
+-- param $2 high bigint
+-- column range_name text
+-- bulkhead.add_job_range (migration 0021): fails with 23514 when an id at or above $1 was drawn
+-- into the default range meanwhile, and with 55P03 when a lock waits over a second.
+SELECT bulkhead.add_job_range($1, $2) AS range_name
+
+-- name: RangeFacts
+-- Whether every finished job with an id in $1 to $2 finished over $3 ms ago, and whether one is live.
+-- param $1 low bigint
+-- param $2 high bigint: exclusive
+-- param $3 retention_ms double precision
+-- column expired boolean: no job there finished within the retention (true for none finished)
+-- column live boolean: a job there is available, executing or parked
+-- Four index probes of one range, which the bounds pick when the plan starts: the newest end of
+-- jobs_finished, and one entry of each live state's partial index. Never a read of the range.
+SELECT coalesce((SELECT max(j.finished_at) FROM bulkhead.jobs j
+                  WHERE j.id >= $1 AND j.id < $2
+                    AND j.state IN ('completed', 'discarded', 'cancelled'))
+                < now() - $3 * interval '1 millisecond', true) AS expired,
+       EXISTS (SELECT 1 FROM bulkhead.jobs j
+                WHERE j.id >= $1 AND j.id < $2 AND j.state = 'available')
+       OR EXISTS (SELECT 1 FROM bulkhead.jobs j
+                   WHERE j.id >= $1 AND j.id < $2 AND j.state = 'executing')
+       OR EXISTS (SELECT 1 FROM bulkhead.jobs j
+                   WHERE j.id >= $1 AND j.id < $2 AND j.state = 'parked') AS live
+
+-- name: ForgetRangeKeys
+-- Deletes the idempotency keys of the jobs with ids in $1 to $2, exclusive.
+-- param $1 low bigint
+-- param $2 high bigint: exclusive
+-- Run before a range is dropped, when every job in it is past the retention: a key is free
+-- once its job is, as when the prune deletes them together. One read of the range (its keyed
+-- rows name their keys), once in the range's life; a key another job has taken over is left.
+DELETE FROM bulkhead.idempotency_keys k
+ USING bulkhead.jobs j
+ WHERE j.id >= $1 AND j.id < $2 AND j.idempotency_key IS NOT NULL
+   AND k.channel_id = j.channel_id AND k.key = j.idempotency_key AND k.job_id = j.id
+
+-- name: DropJobRange
+-- Drops the range $1 if every job in it finished over $2 ms ago.
+-- param $1 range_name text
+-- param $2 retention_ms double precision
+-- column dropped boolean
+-- bulkhead.drop_job_range (migration 0021) checks again under its lock, which it holds for the
+-- check and the drop, and fails with 55P03 when that lock waits over 200 ms.
+SELECT bulkhead.drop_job_range($1, now() - $2 * interval '1 millisecond') AS dropped
 
 -- name: HighestJobId
 -- The highest id of a committed job (0 for none): SettleClaimFloor's bound, read just before it.

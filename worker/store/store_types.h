@@ -160,6 +160,20 @@ struct Rescue {
   std::string nodes;  // the lost nodes, comma-separated
 };
 
+// One range of bulkhead.jobs (migration 0021): ids in [low, high).
+struct JobRange {
+  std::string name;
+  std::optional<int64_t> low;   // none for jobs_first (no lower bound) and the default range
+  std::optional<int64_t> high;  // none for the default range
+  bool is_default = false;
+};
+
+// What decides whether the leader drops a range (FleetStore::ReadRangeFacts).
+struct RangeFacts {
+  bool expired = false;  // no job there finished within the retention
+  bool live = false;     // a job there is available, executing or parked
+};
+
 // The leader's metrics samples.
 struct FleetCount {
   std::string tier;

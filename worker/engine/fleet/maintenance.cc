@@ -16,7 +16,9 @@ constexpr int64_t kClaimFloorStep = 100'000;
 }  // namespace
 
 Maintenance::Maintenance(Options options)
-    : options_(std::move(options)), store_(options_.database, "leader") {
+    : options_(std::move(options)),
+      store_(options_.database, "leader"),
+      ranges_({.retention = options_.retention, .min_range_ids = options_.min_range_ids}) {
   service_.Start([this] { Run(); });
 }
 
@@ -112,11 +114,17 @@ void Maintenance::Lead(std::chrono::steady_clock::time_point now) {
   }
   if (now >= next_prune_) {
     next_prune_ = now + options_.prune_every;
+    // The ranges first: a range dropped whole is not pruned row by row.
     int64_t total = 0;
-    for (int batch = 0; batch < kMaxPruneBatches; ++batch) {
-      int pruned = store.PruneFinished(options_.retention.count(), options_.prune_batch);
-      total += pruned;
-      if (pruned < options_.prune_batch) break;
+    int batches = 0;
+    for (const IdInterval& ids : ranges_.Keep(store, now)) {
+      while (batches < kMaxPruneBatches) {
+        ++batches;
+        int pruned = store.PruneFinished(options_.retention.count(), options_.prune_batch, ids.low,
+                                         ids.high);
+        total += pruned;
+        if (pruned < options_.prune_batch) break;
+      }
     }
     pruned_ += total;
     if (total > 0) {

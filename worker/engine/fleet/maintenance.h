@@ -14,10 +14,11 @@
 //   lowest id a claimable job can have (FleetStore::RaiseClaimFloor, ADR 0027);
 // - every second: parks jobs that slipped in as available behind an opening breaker;
 // - every 5 s: the parked reconciler (no parked job behind a closed, unpaused breaker);
-// - every minute: prunes finished jobs older than the retention, in batches of 10,000 until a
-//   batch comes back short (at most 100 batches a run), forgets the rows of nodes whose
-//   lease ended over an hour ago, and deletes old channel secrets whose rotation window ended
-//   (the claim ignores them already; ADR 0008).
+// - every minute: keeps the ranges of bulkhead.jobs (JobRangeKeeper: adds one ahead, drops the
+//   ones whose jobs all finished before the retention), then prunes the other finished jobs
+//   older than the retention, in batches of 10,000 until a batch comes back short (at most 100
+//   batches a run), forgets the rows of nodes whose lease ended over an hour ago, and deletes
+//   old channel secrets whose rotation window ended (the claim ignores them already; ADR 0008).
 // - every `sample_every` (15 s): the fleet-wide counts for the metrics (FleetStore::SampleFleet:
 //   jobs by state, breakers by state, queue lag per tier), which only the leader exports
 //   (see metrics.h for how a dashboard aggregates them).
@@ -39,6 +40,7 @@
 #include <string>
 
 #include "fleet_store.h"
+#include "job_range_keeper.h"
 #include "logger.h"
 #include "metrics.h"
 #include "service_thread.h"
@@ -58,6 +60,8 @@ class Maintenance {
     std::chrono::milliseconds reconcile_every{5000};
     std::chrono::milliseconds prune_every{60000};
     int prune_batch = 10000;
+    // The smallest range of job ids the leader adds (JobRangeKeeper); tests make it small.
+    int64_t min_range_ids = 100'000;
     std::chrono::milliseconds sample_every{15000};
     Metrics* metrics = nullptr;  // rescues and the fleet samples; nullptr records nothing
     // A follower closes its connection after each try instead of holding it (a node with a
@@ -92,6 +96,7 @@ class Maintenance {
 
   // Only touched by the maintenance thread.
   StoreConnection<FleetStore> store_;
+  JobRangeKeeper ranges_;
   std::chrono::steady_clock::time_point next_rescue_{};
   std::chrono::steady_clock::time_point next_park_{};
   std::chrono::steady_clock::time_point next_reconcile_{};
