@@ -224,11 +224,13 @@ prune() {
   # bounds of migration 0021; a build before it declares two parameters and uses those).
   local gone=0
   while [ "$gone" -lt "$jobs" ]; do
-    pruned=$(psql "$db" -At \
+    # Its count of rows deleted, the first line: since migration 0019 the statement returns it
+    # (and ROW_COUNT is 1); before, a plain DELETE printed nothing and ROW_COUNT was the count.
+    pruned=$(psql "$db" -Atq \
                -c "PREPARE prune (double precision, bigint, bigint, bigint) AS $sql" \
                -c "EXECUTE prune(0, $((jobs - gone < 1000 ? jobs - gone : 1000)),
                                  -9223372036854775808, 9223372036854775807)" \
-               -c '\echo :ROW_COUNT')
+               -c '\echo :ROW_COUNT' | head -n1)
     [ "${pruned:-0}" -gt 0 ] || break
     gone=$((gone + pruned))
   done
