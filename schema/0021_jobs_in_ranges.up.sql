@@ -12,11 +12,12 @@
 --   5. jobs_first is attached below the next id to be drawn. Attaching matches its indexes to
 --      the parent's and attaches them as they are, and clones the parent's triggers onto it. It
 --      also reads jobs_first once, to check every id is below the bound: the only read of the
---      table, under the lock, so enqueues wait for it (about a second a million rows);
+--      table, under the lock, so enqueues wait for it (0.50-0.52 s for a million finished
+--      rows, 279 MB in the page cache, durable cluster, 2026-12-06);
 --   6. a default range (jobs_beyond) takes every id no range covers. Before the leader's first
 --      round every new job lands there.
 --
--- The ranges. The leader (worker/engine/fleet/job_ranges.h) keeps between one and two ranges of
+-- The ranges. The leader (worker/engine/fleet/job_range_keeper.h) keeps between one and two ranges of
 -- ids ahead of the ids drawn, each sized to a seventh of the retention at the recent enqueue
 -- rate, through add_job_range; it drops a range once every job in it finished before the
 -- retention, through drop_job_range, and prunes row by row only jobs_first, the default range

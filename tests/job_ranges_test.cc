@@ -2,18 +2,24 @@
 // against real PostgreSQL: ranges added ahead of the ids, a range dropped whole with its keys
 // once its jobs all finished before the retention, a range a live job holds pruned row by row,
 // ids past the ranges kept in the default range, and a drop that gives way to an application's
-// open transaction instead of holding its enqueues.
+// open transaction instead of holding its enqueues; and two nodes delivering every job once while
+// ranges are added and dropped beneath them.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <limits>
+#include <map>
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 
 #include "delivery_test.h"
 #include "fleet_store.h"
+#include "http_receiver.h"
 #include "job_range_keeper.h"
+#include "node_process.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -182,6 +188,56 @@ TEST_F(JobRangesTest, ADropGivesWayToAnOpenApplicationTransaction) {
   Keep();
   EXPECT_EQ(keeper_.dropped(), 1u);
   EXPECT_EQ(Count("true"), 1);
+}
+
+// The leader's rounds beside two nodes that claim and write results the whole time: ranges of
+// 250 ids added ahead and each dropped as soon as its jobs are delivered (a retention of 1 ms),
+// 30 rounds of 100 enqueues. Every job is delivered, once, whatever range it was in when the
+// plans on jobs were made. The test holds the leadership itself, so the nodes' own leaders
+// (ranges of 100,000, a week's retention) stay out of it.
+TEST_F(JobRangesTest, TwoNodesDeliverEveryJobOnceWhileRangesComeAndGoBeneathThem) {
+  testing::HttpReceiver receiver;
+  Exec("UPDATE bulkhead.channels SET url = '" + receiver.Url("/hook") + "'");
+  // A node with an hour's lease: the nodes depose a leader whose node has none.
+  store_->RegisterNode("the-test", "localhost", 1, "test", {}, 3'600'000);
+  ASSERT_TRUE(store_->TryLead("the-test"));
+  JobRangeKeeper keeper({.retention = std::chrono::milliseconds(1), .min_range_ids = 250});
+  const nlohmann::json tier = {{"workers", 20},           {"channel_share", 1},
+                               {"tenant_share", 1},       {"failure_threshold", 1000},
+                               {"slow_call_ms", 3600000}, {"request_timeout_ms", 10000},
+                               {"retry_delays_ms", {50}}, {"retry_jitter", 0}};
+  testing::NodeProcess a(testing::TestNodeConfig("node-a"), {{"default", tier}});
+  testing::NodeProcess b(testing::TestNodeConfig("node-b"), {{"default", tier}});
+  a.Start(url());
+  b.Start(url());
+  constexpr int kRounds = 30, kPerRound = 100;
+  keeper.Keep(*store_, clock_);  // the first range, from id 1
+  for (int round = 0; round < kRounds; ++round) {
+    Enqueue(channel_, kPerRound);
+    clock_ += std::chrono::seconds(60);
+    keeper.Keep(*store_, clock_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(WaitFor("count(*) = 0 FROM bulkhead.jobs WHERE state <> 'completed'",
+                      std::chrono::seconds(60)))
+      << a.Log() << b.Log();
+  clock_ += std::chrono::seconds(60);
+  keeper.Keep(*store_, clock_);
+
+  std::map<std::string, int> per_id;
+  for (const testing::ReceivedRequest& r : receiver.Requests())
+    ++per_id[r.headers.at("webhook-id")];
+  EXPECT_EQ(per_id.size(), static_cast<size_t>(kRounds * kPerRound));
+  int duplicates = 0;
+  for (const auto& [id, n] : per_id) duplicates += n - 1;
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_GE(keeper.added(), 10u);  // 3,000 ids in ranges of 250
+  EXPECT_GE(keeper.dropped(), 8u);
+  EXPECT_LT(Count("true"), kRounds * kPerRound) << "the dropped ranges' jobs are gone";
+  a.Signal(SIGTERM);
+  b.Signal(SIGTERM);
+  EXPECT_EQ(a.Wait(std::chrono::seconds(20)), 0) << a.Log();
+  EXPECT_EQ(b.Wait(std::chrono::seconds(20)), 0) << b.Log();
 }
 
 }  // namespace
