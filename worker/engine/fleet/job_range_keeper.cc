@@ -86,7 +86,7 @@ std::vector<IdInterval> JobRangeKeeper::Keep(FleetStore& store,
           {{"low", next->low},
            {"high", next->high},
            {"sqlstate", e.sqlstate()},
-           {"error", e.what()},
+           {"error", FirstLine(e.what())},
            {"detail", "tried again at the next round"}});
     }
   }
@@ -114,7 +114,7 @@ std::vector<IdInterval> JobRangeKeeper::Keep(FleetStore& store,
       Log(LogLevel::kWarn, "job_range_not_dropped",
           {{"range", range.name},
            {"sqlstate", e.sqlstate()},
-           {"error", e.what()},
+           {"error", FirstLine(e.what())},
            {"detail", "tried again at the next round"}});
       break;
     }
