@@ -244,8 +244,10 @@ psql "$db" -P footer=off -c "SELECT state, count(*) AS jobs FROM bulkhead.jobs G
   -c "SELECT (SELECT count(*) FROM bulkhead.tenants) AS tenants,
              (SELECT count(*) FROM bulkhead.channels) AS channels,
              (SELECT count(*) FROM bulkhead.channels WHERE breaker_state <> 'closed') AS open_breakers,
-             pg_size_pretty(pg_table_size('bulkhead.jobs')) AS jobs_table,
-             pg_size_pretty(pg_indexes_size('bulkhead.jobs')) AS jobs_indexes"
+             pg_size_pretty((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+                              WHERE isleaf)) AS jobs_table,
+             pg_size_pretty((SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+                              WHERE isleaf)) AS jobs_indexes"
 
 # What the requests ask about.
 q() { psql "$db" -tAc "$1"; }

@@ -132,8 +132,10 @@ else
   echo "--- reusing the database events_bench (finished=$finished)"
 fi
 psql "$db" -P footer=off -c "SELECT state, count(*) AS jobs FROM bulkhead.jobs GROUP BY 1 ORDER BY 1" \
-  -c "SELECT pg_size_pretty(pg_table_size('bulkhead.jobs')) AS jobs_table,
-             pg_size_pretty(pg_indexes_size('bulkhead.jobs')) AS jobs_indexes"
+  -c "SELECT pg_size_pretty((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+                              WHERE isleaf)) AS jobs_table,
+             pg_size_pretty((SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+                              WHERE isleaf)) AS jobs_indexes"
 
 # A tenant NAME with N channels to URL; prints the tenant's id. Reuses one made before.
 tenant_with_channels() {

@@ -184,7 +184,10 @@ setup() {
               awk '$0 > "0004_~"' | wc -l)
       [ "$newer" -eq 0 ] ||
         build/bin/bulkhead migrate down "$newer" --database "$(db "$v")" >/dev/null ;;
-    ff50) psql "$(db "$v")" -c "ALTER TABLE bulkhead.jobs SET (fillfactor = 50)" ;;
+    ff50) psql "$(db "$v")" -c "DO \$\$ DECLARE leaf regclass; BEGIN
+            FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf LOOP
+              EXECUTE format('ALTER TABLE %s SET (fillfactor = 50)', leaf);
+            END LOOP; END \$\$" ;;
     partition) psql "$(db "$v")" -c "$partition_sql" ;;
   esac
   psql "$(db "$v")" -c "
@@ -288,8 +291,11 @@ echo "  load average before setup: $(load_average all)"
 for v in "${variants[@]}"; do setup "$v"; done
 psql "$(db "${variants[0]}")" -At -c "
   SELECT 'payload: ' || round(avg(pg_column_size(payload))) || ' bytes stored, table '
-         || pg_size_pretty(pg_relation_size('bulkhead.jobs')) || ', with TOAST '
-         || pg_size_pretty(pg_table_size('bulkhead.jobs'))
+         || pg_size_pretty((SELECT sum(pg_relation_size(relid))
+                              FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf))
+         || ', with TOAST '
+         || pg_size_pretty((SELECT sum(pg_table_size(relid))
+                              FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf))
     FROM bulkhead.jobs" | sed 's/^/  /'
 
 declare -A results

@@ -36,21 +36,27 @@ struct TableHealth {
 TableHealth ReadTableHealth(pqxx::connection& conn) {
   TableHealth health;
   pqxx::work tx(conn);
+  // Every range's together (migration 0021: a partitioned table has no storage of its own).
+  const std::string ranges = "SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf";
   auto heap = tx.exec1(
-      "SELECT pg_relation_size('bulkhead.jobs'),"
-      "       pg_table_size('bulkhead.jobs') - pg_relation_size('bulkhead.jobs')");
+      "SELECT sum(pg_relation_size(r.relid)),"
+      "       sum(pg_table_size(r.relid) - pg_relation_size(r.relid))"
+      "  FROM (" +
+      ranges + ") r");
   health.mib.emplace_back("jobs (heap)", heap[0].as<double>() / 1048576.0);
   health.mib.emplace_back("jobs (toast, free space and visibility maps)",
                           heap[1].as<double>() / 1048576.0);
   for (const auto& row :
-       tx.exec("SELECT c.relname, pg_relation_size(c.oid) FROM pg_index i "
+       tx.exec("SELECT c.relname, (SELECT sum(pg_relation_size(t.relid)) "
+               "FROM pg_partition_tree(c.oid) t WHERE t.isleaf) FROM pg_index i "
                "JOIN pg_class c ON c.oid = i.indexrelid "
                "WHERE i.indrelid = 'bulkhead.jobs'::regclass ORDER BY c.relname")) {
     health.mib.emplace_back(row[0].as<std::string>(), row[1].as<double>() / 1048576.0);
   }
   auto stats = tx.exec1(
-      "SELECT n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count "
-      "FROM pg_stat_user_tables WHERE relid = 'bulkhead.jobs'::regclass");
+      "SELECT sum(n_live_tup), sum(n_dead_tup), sum(autovacuum_count), sum(autoanalyze_count) "
+      "FROM pg_stat_user_tables WHERE relid IN (" +
+      ranges + ")");
   health.live = stats[0].as<int64_t>();
   health.dead = stats[1].as<int64_t>();
   health.autovacuums = stats[2].as<int64_t>();

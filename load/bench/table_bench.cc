@@ -56,14 +56,15 @@ int64_t CompletedSince(pqxx::connection& conn, const std::string& since) {
       .as<int64_t>();
 }
 
-// When autovacuum last vacuumed and analyzed the jobs table ("" for never).
+// When autovacuum last vacuumed and analyzed any range of the jobs table ("" for never).
 std::string LastAutovacuum(pqxx::connection& conn) {
   pqxx::work tx(conn);
   return tx
       .exec1(
-          "SELECT coalesce(last_autovacuum::text, '') || ' ' || "
-          "       coalesce(last_autoanalyze::text, '') FROM pg_stat_user_tables "
-          "WHERE schemaname = 'bulkhead' AND relname = 'jobs'")[0]
+          "SELECT coalesce(max(last_autovacuum)::text, '') || ' ' || "
+          "       coalesce(max(last_autoanalyze)::text, '') FROM pg_stat_user_tables "
+          "WHERE relid IN (SELECT relid FROM pg_partition_tree('bulkhead.jobs') "
+          "WHERE isleaf)")[0]
       .as<std::string>();
 }
 

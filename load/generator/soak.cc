@@ -72,16 +72,20 @@ TableSizes ReadTableSizes(pqxx::connection& conn, double at_s) {
   TableSizes t;
   t.at_s = at_s;
   pqxx::work tx(conn);
+  // Every range's together (migration 0021: a partitioned table has no storage of its own).
   auto sizes = tx.exec1(
-      "SELECT pg_total_relation_size('bulkhead.jobs'), pg_relation_size('bulkhead.jobs'), "
-      "pg_indexes_size('bulkhead.jobs'), (SELECT count(*) FROM bulkhead.nodes)");
+      "SELECT sum(pg_total_relation_size(r.relid)), sum(pg_relation_size(r.relid)), "
+      "sum(pg_indexes_size(r.relid)), (SELECT count(*) FROM bulkhead.nodes) "
+      "FROM pg_partition_tree('bulkhead.jobs') r WHERE r.isleaf");
   t.total_bytes = sizes[0].as<int64_t>();
   t.heap_bytes = sizes[1].as<int64_t>();
   t.index_bytes = sizes[2].as<int64_t>();
   t.nodes = sizes[3].as<int64_t>();
   for (const auto& row :
-       tx.exec("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
-               "WHERE schemaname = 'bulkhead' AND relname = 'jobs'")) {
+       tx.exec("SELECT c.relname, (SELECT sum(pg_relation_size(t.relid)) "
+               "FROM pg_partition_tree(c.oid) t WHERE t.isleaf)::bigint FROM pg_index i "
+               "JOIN pg_class c ON c.oid = i.indexrelid "
+               "WHERE i.indrelid = 'bulkhead.jobs'::regclass")) {
     t.each_index[row[0].as<std::string>()] = row[1].as<int64_t>();
   }
   for (const auto& row : tx.exec("SELECT state, count(*) FROM bulkhead.jobs GROUP BY 1")) {
