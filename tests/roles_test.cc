@@ -477,7 +477,15 @@ TEST_F(RolesTest, OnlyTheNodePartKeepsTheRangesOfJobsWhetherGrantedBeforeOrAfter
   MakeRole("bk_old_node");
   Exec("SELECT bulkhead.grant_role('bk_old_node', 'node')");
   ASSERT_TRUE(migrator.Up().ok());
-  const std::string new_node = Grant("node");
+  const std::string new_node = "bk_node";
+  MakeRole(new_node);
+  CommandResult granted = Run({"grant", "--role", new_node, "--as", "node"});
+  ASSERT_EQ(granted.exit_code, 0) << granted.err;
+  // The listing names the partitioned jobs and the two functions.
+  EXPECT_NE(granted.out.find("\njobs "), std::string::npos) << granted.out;
+  EXPECT_NE(granted.out.find("add_job_range(bigint,bigint)"), std::string::npos) << granted.out;
+  EXPECT_NE(granted.out.find("drop_job_range(text,timestamp with time zone)"), std::string::npos)
+      << granted.out;
   const std::string app = Grant("app");
   const std::string channel =
       std::to_string(testing::CreateChannel(db(), testing::CreateTenant(db(), "acme")));

@@ -16,7 +16,8 @@ SELECT bulkhead.grant_role($1, $2)
 -- param $1 role name
 -- column object text
 -- column privileges text
--- Table privileges come from each table's ACL, column privileges from each column's, and
+-- Table privileges come from each table's ACL (a partitioned table's too: jobs since migration
+-- 0021), column privileges from each column's, and
 -- function privileges from each function's, all for the role itself (not its memberships);
 -- a column privilege reads "SELECT (id, name)". Names are cast to text: a `name` holds 63
 -- bytes, fewer than some functions take with their argument types.
@@ -27,12 +28,12 @@ WITH role AS (
 ), granted AS (
   SELECT c.relname::text AS object, a.privilege_type AS privilege, NULL::text AS col, 0 AS attnum
     FROM pg_class c, schema, role, aclexplode(c.relacl) a
-   WHERE c.relnamespace = schema.oid AND c.relkind IN ('r', 'v', 'S') AND a.grantee = role.oid
+   WHERE c.relnamespace = schema.oid AND c.relkind IN ('r', 'p', 'v', 'S') AND a.grantee = role.oid
   UNION ALL
   SELECT c.relname::text, a.privilege_type, att.attname::text, att.attnum
     FROM pg_class c JOIN pg_attribute att ON att.attrelid = c.oid, schema, role,
          aclexplode(att.attacl) a
-   WHERE c.relnamespace = schema.oid AND c.relkind = 'r' AND a.grantee = role.oid
+   WHERE c.relnamespace = schema.oid AND c.relkind IN ('r', 'p') AND a.grantee = role.oid
   UNION ALL
   SELECT p.oid::regprocedure::text, a.privilege_type, NULL, 0
     FROM pg_proc p, schema, role, aclexplode(p.proacl) a
