@@ -17,10 +17,10 @@ SELECT bulkhead.grant_role($1, $2)
 -- column object text
 -- column privileges text
 -- Table privileges come from each table's ACL (a partitioned table's too: jobs since migration
--- 0021), column privileges from each column's, and
--- function privileges from each function's, all for the role itself (not its memberships);
--- a column privilege reads "SELECT (id, name)". Names are cast to text: a `name` holds 63
--- bytes, fewer than some functions take with their argument types.
+-- 0021), column privileges from each column's, and function privileges from each function's,
+-- all for the role itself (not its memberships); a column privilege reads "SELECT (id, name)".
+-- Names are cast to text: a `name` holds 63 bytes, fewer than some functions take with their
+-- argument types.
 WITH role AS (
   SELECT oid FROM pg_roles WHERE rolname = $1
 ), schema AS (
