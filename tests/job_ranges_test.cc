@@ -93,14 +93,64 @@ TEST_F(JobRangesTest, TheLeaderAddsRangesAheadOfTheIdsAndNewJobsLandInThem) {
   EXPECT_EQ(keeper_.added(), 2u);
   Enqueue(channel_, 12);
   EXPECT_EQ(RangeOf(13), "jobs_from_11");
-  // The new range takes the storage options of the one before it, which migration 0021 copied
-  // from jobs_first: the fillfactor of migration 0007, the autovacuum settings of 0003 and 0008.
+  // The first new range takes jobs_first's storage options (the autovacuum settings of
+  // migrations 0003 and 0008) with its fillfactor lowered from 90 (0007) to 50 (0022); the next
+  // takes the one before it's as they are.
+  auto options = [&](const std::string& range) {
+    return QueryValue<std::string>(db(),
+                                   "SELECT array_to_string(reloptions, ',') FROM pg_class "
+                                   "WHERE oid = 'bulkhead." +
+                                       range + "'::regclass");
+  };
+  std::string old = options("jobs_first");
+  ASSERT_NE(old.find("fillfactor=90,"), std::string::npos) << old;
+  old.replace(old.find("fillfactor=90,"), 14, "");
+  EXPECT_EQ(options("jobs_from_1"), old + ",fillfactor=50");
+  EXPECT_EQ(options("jobs_from_11"), options("jobs_from_1"));
+}
+
+// Migration 0022: a new range stores the payload and the attempt log last, so that the claim's
+// and the result's row versions leave them out of the WAL. Nothing a query sees changes: the
+// parent's columns keep their order, and a job written and read through it round-trips.
+TEST_F(JobRangesTest, ANewRangeStoresThePayloadAndTheAttemptLogLastAndAFillfactorCarriesOn) {
+  Keep();
+  auto columns = [&](const std::string& table) {
+    return QueryValue<std::string>(db(),
+                                   "SELECT string_agg(attname, ',' ORDER BY attnum) "
+                                   "FROM pg_attribute WHERE attrelid = 'bulkhead." +
+                                       table + "'::regclass AND attnum > 0 AND NOT attisdropped");
+  };
+  const std::string parent = columns("jobs");
+  std::string stored = "," + parent + ",";
+  for (const std::string name : {",payload,", ",attempts,"}) {
+    ASSERT_NE(stored.find(name), std::string::npos) << stored;
+    stored.replace(stored.find(name), name.size(), ",");
+  }
+  EXPECT_EQ("," + columns("jobs_from_1") + ",", stored + "payload,attempts,");
+  EXPECT_EQ(columns("jobs_first"), parent);
+
+  const int64_t id = QueryValue<int64_t>(
+      db(), "SELECT bulkhead.enqueue(" + std::to_string(channel_) + ", '{\"n\": 7}')");
+  ASSERT_EQ(RangeOf(id), "jobs_from_1");
+  Exec(
+      "UPDATE bulkhead.jobs SET state = 'executing', attempt = 1, attempted_at = now(), "
+      "attempted_by = 'n1' WHERE id = " +
+      std::to_string(id));
   EXPECT_EQ(QueryValue<std::string>(db(),
+                                    "SELECT state || ' ' || payload::text || ' ' || attempts::text "
+                                    "|| ' ' || attempted_by FROM bulkhead.jobs WHERE id = " +
+                                        std::to_string(id)),
+            "executing {\"n\": 7} [] n1");
+
+  // An operator's fillfactor on the newest range carries on to the next.
+  Exec("ALTER TABLE bulkhead.jobs_from_1 SET (fillfactor = 30)");
+  Enqueue(channel_, 9);
+  Keep();
+  EXPECT_NE(QueryValue<std::string>(db(),
                                     "SELECT array_to_string(reloptions, ',') FROM pg_class "
-                                    "WHERE oid = 'bulkhead.jobs_from_11'::regclass"),
-            QueryValue<std::string>(db(),
-                                    "SELECT array_to_string(reloptions, ',') FROM pg_class "
-                                    "WHERE oid = 'bulkhead.jobs_first'::regclass"));
+                                    "WHERE oid = 'bulkhead.jobs_from_11'::regclass")
+                .find("fillfactor=30"),
+            std::string::npos);
 }
 
 TEST_F(JobRangesTest, ARangeWhoseJobsAllFinishedBeforeTheRetentionIsDroppedWithItsKeys) {
