@@ -273,6 +273,17 @@ psql "$db" -At -F ' ' -c "
      AND wal_bytes >= $jobs
    ORDER BY wal_bytes DESC"
 phase vacuum vacuum
+# What the burst's rows take on disk once drained and vacuumed: the cost of a lower fillfactor
+# (migration 0022) beside the WAL it saves. Its own range only, so the lab's shape alone.
+if [ -n "$burst_range" ]; then
+  psql "$db" -At -F ' ' -c "
+    SELECT format('  the burst''s range after the vacuum: heap %s bytes a delivery, indexes %s; %s',
+                  pg_relation_size(c.oid) / $jobs, pg_indexes_size(c.oid) / $jobs,
+                  coalesce(array_to_string(array(SELECT o FROM unnest(c.reloptions) o
+                                                  WHERE o LIKE 'fillfactor=%'), ''),
+                           'fillfactor=100'))
+      FROM pg_class c WHERE c.oid = 'bulkhead.$burst_range'::regclass"
+fi
 phase prune prune
 phase vacuum_after_prune vacuum
 echo "load after: $(load_average all)"
