@@ -65,7 +65,9 @@
 #   load/engine_bench.sh table           # issue 34: one node drains 60,000 deliveries (20
 #                                        # tenants) beside 10,000,000 finished and 1,000,000
 #                                        # parked jobs with statistics stale, fresh and stale
-#                                        # again, and on an empty table in a database beside it
+#                                        # again (the history vacuumed before each burst after
+#                                        # the first, as autovacuum would between them), and
+#                                        # on an empty table in a database beside it
 #                                        # before, between and after (ENGINE_BENCH_JOBS,
 #                                        # _FINISHED, _PARKED); deliveries/s against the empty
 #                                        # drains around, and the claim's and the result write's
