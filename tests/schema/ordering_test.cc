@@ -524,6 +524,33 @@ TEST_F(OrderingTest, ADeliveryHeldBehindAHeadEndedAndCommittedMeanwhileIsRelease
   EXPECT_EQ(DueOfKey(), Str(a_id));
 }
 
+// The same race for a replay (migration 0023: the rejoin holds it after the update, in an UPDATE
+// of its own, and the settle follows that change): A replays a finished delivery of the key
+// while B's end of the head commits first; A's commit releases it.
+TEST_F(OrderingTest, AReplayHeldBehindAHeadEndedAndCommittedMeanwhileIsReleasedAtItsCommit) {
+  int64_t old_one = EnqueueCommitted("'k'");
+  Exec(Discard(old_one));
+  int64_t head = EnqueueCommitted("'k'");
+  Exec(Execute(head));
+  auto a = Session();
+  auto b = Session();
+
+  pqxx::work ta(*a);
+  ta.exec0(Replay(Str(old_one)));
+  EXPECT_TRUE(
+      ta.exec1("SELECT scheduled_at = 'infinity' FROM bulkhead.jobs WHERE id = " + Str(old_one))[0]
+          .as<bool>());
+  {
+    pqxx::work tb(*b);
+    tb.exec0(Complete(head));
+    tb.commit();
+  }
+  EXPECT_EQ(State(head), "completed");
+  ta.commit();
+  EXPECT_TRUE(Due(old_one));
+  EXPECT_EQ(DueOfKey(), Str(old_one));
+}
+
 // The other order: B's end of the head is written but not committed when A commits; A's commit
 // waits for B's, and then releases A's delivery.
 TEST_F(OrderingTest, ACommitBehindAHeadWhoseEndIsBeingWrittenWaitsForItAndIsReleased) {
