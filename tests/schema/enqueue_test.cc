@@ -447,6 +447,43 @@ TEST_F(EnqueueTest, RefusesASqlNullPayload) {
   EXPECT_EQ(JobCount(), 0);
 }
 
+// Of several bad arguments, the one reported is always the first in this order: the setting,
+// the payload, the idempotency key, the ordering key, the channel. An application that fixes
+// one refusal and meets the next depends on it; migration 0024 tests the conditions in the
+// function's own body and keeps the order the called functions gave.
+TEST_F(EnqueueTest, OfSeveralBadArgumentsReportsTheFirstInAFixedOrder) {
+  const std::string unknown = Str(channel_ + 1000);
+  struct Case {
+    std::string sql;
+    std::string sqlstate;
+    std::string starts;
+  };
+  const std::vector<Case> cases = {
+      {"SET bulkhead.max_payload_bytes = 'abc'; SELECT bulkhead.enqueue(NULL, NULL, '')", "22023",
+       "bulkhead.max_payload_bytes must be a number"},
+      {"SELECT bulkhead.enqueue(NULL, NULL, '', ordering_key => '')", "22004",
+       "bulkhead.enqueue: payload is NULL"},
+      {"SELECT bulkhead.enqueue(NULL, '42', '')", "22023",
+       "bulkhead.enqueue: payload must be a JSON object or array"},
+      {"SET bulkhead.max_payload_bytes = '5'; SELECT bulkhead.enqueue(NULL, '{\"a\": 1}', '')",
+       "54000", "bulkhead.enqueue: payload is 8 bytes"},
+      {"SELECT bulkhead.enqueue(NULL, '{}', '', ordering_key => '')", "22023",
+       "bulkhead.enqueue: idempotency_key must be"},
+      {"SELECT bulkhead.enqueue(NULL, '{}', ordering_key => '')", "22023",
+       "bulkhead.enqueue: ordering_key must be"},
+      {"SELECT bulkhead.enqueue(NULL, '{}')", "22004", "bulkhead.enqueue: channel_id is NULL"},
+      {"SELECT bulkhead.enqueue(" + unknown + ", '{}')", "23503",
+       "bulkhead.enqueue: no channel with id"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.sql);
+    SqlFailure f = ExpectSqlFailure(db(), c.sql);
+    EXPECT_EQ(f.sqlstate, c.sqlstate);
+    EXPECT_TRUE(f.message.starts_with(c.starts)) << f.message;
+  }
+  EXPECT_EQ(JobCount(), 0);
+}
+
 // {"d": "xxx…"} is 9 bytes of text around the string.
 std::string PayloadOfBytes(int bytes) {
   return "jsonb_build_object('d', repeat('x', " + std::to_string(bytes - 9) + "))";
