@@ -1,7 +1,8 @@
 // The integrity rules of schema 0001, written against the tables directly: every named CHECK
 // constraint refuses a row that breaks it (SQLSTATE 23514, named in the message) — the
 // payload's and the attempt log's, on the columns' domains since 0005, also an update that
-// writes a bad value — every job state is accepted in a well-formed row, the defaults of a
+// writes a bad value; jobs' rules, one CHECK calling bulkhead.job_row_valid since 0025, on an
+// update too — every job state is accepted in a well-formed row, the defaults of a
 // minimal tenant and channel, the foreign key that keeps a tenant on a tier with a queue, the
 // shipped tiers, and the partial claim index with the plan that uses it.
 #include <gtest/gtest.h>
@@ -189,6 +190,14 @@ TEST_F(ConstraintTest, EveryCheckConstraintOfTheSchemaHasAViolationCase) {
            "AND c.conrelid <> 'bulkhead.migrations'::regclass")) {
     declared.insert(row[0].as<std::string>());
   }
+  // Since migration 0025 jobs' row rules are one CHECK, jobs_row_valid, whose function raises
+  // the violated rule by its own name: each of those names needs its case instead.
+  EXPECT_EQ(declared.erase("jobs_row_valid"), 1u);
+  for (const auto& row :
+       tx.exec("SELECT m[1] FROM pg_proc p, regexp_matches(p.prosrc, 'rule := ''(\\w+)''', 'g') m "
+               "WHERE p.oid = 'bulkhead.job_row_valid'::regproc")) {
+    declared.insert(row[0].as<std::string>());
+  }
   EXPECT_EQ(covered, declared);
 }
 
@@ -215,6 +224,25 @@ TEST_F(ConstraintTest, AcceptsTheBoundsOfPriorityAttemptsAndKeyLength) {
       JobRow("priority, attempt, max_attempts, idempotency_key", "1, 100, 100, repeat('k', 255)"));
   tx.commit();
   EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs"), 2);
+}
+
+// jobs' rules hold for an UPDATE as for an INSERT, on every range, and an UPDATE of many rows
+// stops at the first that breaks one, naming the rule.
+TEST_F(ConstraintTest, AnUpdateThatBreaksAJobRuleIsRefusedWithTheRuleAndTheValue) {
+  {
+    pqxx::work tx(db());
+    for (int i = 0; i < 3; ++i) tx.exec(JobRow());
+    tx.commit();
+  }
+  SqlFailure f = ExpectSqlFailure(db(), "UPDATE bulkhead.jobs SET state = 'executing'");
+  EXPECT_EQ(f.sqlstate, "23514");
+  EXPECT_NE(f.message.find("check constraint \"jobs_executing_has_owner\""), std::string::npos)
+      << f.message;
+  f = ExpectSqlFailure(db(), "UPDATE bulkhead.jobs SET state = 'running'");
+  EXPECT_NE(f.message.find("check constraint \"jobs_state_known\""), std::string::npos)
+      << f.message;
+  EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE state = 'available'"),
+            3);
 }
 
 TEST_F(ConstraintTest, MinimalTenantAndChannelTakeTheirDefaults) {
