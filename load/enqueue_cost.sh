@@ -9,7 +9,8 @@
 # one drawn at random, and tables that add the parts of
 # bulkhead.jobs one at a time. pgbench inserts one row per transaction into each:
 #   plain       a three-column table (id, a key, the payload): the application's own write
-#   row         a table of bulkhead.jobs' columns, defaults and CHECKs, its primary key only
+#   bare        a table of bulkhead.jobs' columns and defaults, its primary key only
+#   row         the same with bulkhead.jobs' CHECKs
 #   +claim      the same with the claim's index (jobs_claim)
 #   +channel    and the channel's waiting index (jobs_channel_available)
 #   +fk         and a foreign key to bulkhead.channels (a KEY SHARE lock on the channel row;
@@ -30,7 +31,13 @@
 #     the CPU and round trip of the statement without the flush, what the rows cost PostgreSQL;
 #   - transactions/s with 16 clients and durability on, the application's commit rate;
 #   - MultiXacts created per transaction by the 16 clients (next_multixact_id around the run):
-#     a row lock that two transactions hold at once becomes one.
+#     a row lock that two transactions hold at once becomes one;
+#   - microseconds per statement inside the server: a DO block runs the case's statement
+#     ENQUEUE_COST_LOOP (5000) times, one row each, times itself and is rolled back. No round
+#     trip, no parse of the client's statement, no commit: what PostgreSQL spends on the row
+#     and, for `enqueue`, on the function's body. Every case's loop runs in turn, five rounds,
+#     after a CHECKPOINT and before the pgbench runs, and the median is given. It repeats within a few per cent, where
+#     the client's µs move by a fifth, so a change to the function is measured here.
 # Ratios to `plain` are what to compare; the figures move by ±20 % between runs on a 2-core
 # machine.
 # shellcheck source=load/lib.sh
@@ -39,6 +46,7 @@ source "$(dirname "$0")/lib.sh"
 seconds=$(knob ENQUEUE_COST_SECONDS 10 count)
 channels=$(knob ENQUEUE_COST_CHANNELS 100 count)
 back=$(knob ENQUEUE_COST_BEFORE 0 count0)
+loop=$(knob ENQUEUE_COST_LOOP 5000 count)
 
 load_setup
 pg_start .run/bench-pg-durable 1
@@ -52,6 +60,7 @@ INSERT INTO bulkhead.channels (tenant_id, url)
 CREATE TABLE plain (id bigserial PRIMARY KEY, k int NOT NULL, payload jsonb NOT NULL);
 -- bulkhead.jobs' columns, defaults, identity and CHECKs (its domains' CHECKs come with the
 -- column types), its primary key, then one part more per table.
+CREATE TABLE bare (LIKE bulkhead.jobs INCLUDING DEFAULTS INCLUDING IDENTITY, PRIMARY KEY (id));
 CREATE TABLE "row" (LIKE bulkhead.jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS
                     INCLUDING IDENTITY, PRIMARY KEY (id));
 CREATE TABLE "+claim" (LIKE "row" INCLUDING ALL);
@@ -76,7 +85,7 @@ fi
 
 scripts=$(mktemp -d)
 payload='{"type": "message.created", "conversation": 7, "text": "hello"}'
-cases=(plain row +claim +channel +fk jobs enqueue)
+cases=(plain bare row +claim +channel +fk jobs enqueue)
 ((back > 0)) && cases+=(enqueue-before)
 cases+=(+key)
 ((back > 0)) && cases+=(+key-before)
@@ -94,7 +103,40 @@ for case in "${cases[@]}"; do
               "VALUES ('default', :ch, :ch, '$payload');" ;;
     esac
   } >"$scripts/$case.sql"
+  # The same statement for the loop, with the channel (and key) from the loop's counter.
+  case "${case%-before}" in
+    plain) statement="INSERT INTO plain (k, payload) VALUES (ch, '$payload')" ;;
+    jobs) statement="INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)
+                     VALUES ('default', ch, ch, '$payload')" ;;
+    enqueue) statement="PERFORM bulkhead.enqueue(ch, '$payload')" ;;
+    +key) statement="PERFORM bulkhead.enqueue(ch, '$payload', 'loop-' || i || '-' || random())" ;;
+    *) statement="INSERT INTO \"$case\" (queue, tenant_id, channel_id, payload)
+                  VALUES ('default', ch, ch, '$payload')" ;;
+  esac
+  cat >"$scripts/$case.loop.sql" <<LOOP
+BEGIN;
+DO \$\$
+DECLARE
+  started timestamptz := clock_timestamp();
+  ch integer;
+BEGIN
+  FOR i IN 1..$loop LOOP
+    ch := 1 + i % $channels;
+    $statement;
+  END LOOP;
+  RAISE NOTICE 'loop_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / $loop, 1);
+END
+\$\$;
+ROLLBACK;
+LOOP
 done
+
+# in_server CASE: prints the µs a statement of the loop took.
+in_server() {
+  local on=$db
+  [[ $1 == *-before ]] && on=$db_before
+  psql "$on" -q -f "$scripts/$1.loop.sql" 2>&1 | awk '/loop_us/ {print $NF}'
+}
 
 # bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction multixacts_per_transaction".
 next_multixact() { psql "$db" -At -c "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
@@ -120,7 +162,16 @@ echo "load/enqueue_cost.sh: durability on ($(psql "$db" -At -c "SHOW fsync"), sy
   "$(psql "$db" -At -c "SHOW synchronous_commit")), ${seconds} s a case and measure,"\
   "$channels channel(s);"\
   "load before: $(load_average all)"
-declare -A wal us tps mx
+declare -A wal us tps mx server
+declare -A rounds
+psql "$db" -q -c CHECKPOINT
+for round in 1 2 3 4 5; do
+  for case in "${cases[@]}"; do rounds[$case]+="$(in_server "$case") "; done
+done
+for case in "${cases[@]}"; do
+  server[$case]=$(tr ' ' '\n' <<<"${rounds[$case]}" | grep . | sort -n | sed -n 3p)
+  echo "$case: $(echo "${rounds[$case]}") µs a statement in the server, five rounds"
+done
 for case in "${cases[@]}"; do
   read -r one_tps one_wal _ < <(bench "$case" 1 "-c synchronous_commit=off")
   read -r many_tps many_wal many_mx < <(bench "$case" 16)
@@ -135,12 +186,13 @@ done
 rm -rf "$scripts"
 echo "load after: $(load_average all)"
 echo
-printf '%-14s %10s %8s %12s %9s %16s %11s %12s\n' case WAL/txn x_plain µs_no_flush x_plain \
-  tps_16_durable x_plain multixact/txn
+printf '%-14s %10s %8s %12s %9s %16s %11s %12s %10s %8s\n' case WAL/txn x_plain µs_no_flush \
+  x_plain tps_16_durable x_plain multixact/txn µs_server x_plain
 for case in "${cases[@]}"; do
-  printf '%-14s %10s %8s %12s %9s %16s %11s %12s\n' "$case" "${wal[$case]}" \
+  printf '%-14s %10s %8s %12s %9s %16s %11s %12s %10s %8s\n' "$case" "${wal[$case]}" \
     "$(awk -v a="${wal[$case]}" -v b="${wal[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${us[$case]}" "$(awk -v a="${us[$case]}" -v b="${us[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${tps[$case]}" "$(awk -v a="${tps[$case]}" -v b="${tps[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
-    "${mx[$case]}"
+    "${mx[$case]}" "${server[$case]}" \
+    "$(awk -v a="${server[$case]}" -v b="${server[plain]}" 'BEGIN {printf "%.2f", a / b}')"
 done
