@@ -10,7 +10,8 @@
 # bulkhead.jobs one at a time. pgbench inserts one row per transaction into each:
 #   plain       a three-column table (id, a key, the payload): the application's own write
 #   bare        a table of bulkhead.jobs' columns and defaults, its primary key only
-#   row         the same with bulkhead.jobs' CHECKs
+#   row         the same with bulkhead.jobs' CHECKs (since migration 0025 the one that calls
+#               bulkhead.job_row_valid; before it, nine: ADR 0028)
 #   +claim      the same with the claim's index (jobs_claim)
 #   +channel    and the channel's waiting index (jobs_channel_available)
 #   +fk         and a foreign key to bulkhead.channels (a KEY SHARE lock on the channel row;
@@ -36,8 +37,9 @@
 #     ENQUEUE_COST_LOOP (5000) times, one row each, times itself and is rolled back. No round
 #     trip, no parse of the client's statement, no commit: what PostgreSQL spends on the row
 #     and, for `enqueue`, on the function's body. Every case's loop runs in turn, five rounds,
-#     after a CHECKPOINT and before the pgbench runs, and the median is given. It repeats within a few per cent, where
-#     the client's µs move by a fifth, so a change to the function is measured here.
+#     after a CHECKPOINT and before the pgbench runs, and the median is given. It repeats
+#     within a few per cent, where the client's µs move by a fifth, so a change to the function
+#     is measured here.
 # Ratios to `plain` are what to compare; the figures move by ±20 % between runs on a 2-core
 # machine.
 # shellcheck source=load/lib.sh
