@@ -226,9 +226,9 @@ TEST_F(ConstraintTest, AcceptsTheBoundsOfPriorityAttemptsAndKeyLength) {
   EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs"), 2);
 }
 
-// jobs' rules hold for an UPDATE as for an INSERT, on every range, and an UPDATE of many rows
-// stops at the first that breaks one, naming the rule.
-TEST_F(ConstraintTest, AnUpdateThatBreaksAJobRuleIsRefusedWithTheRuleAndTheValue) {
+// jobs' rules hold for an UPDATE as for an INSERT: an UPDATE of many rows stops at the first
+// that breaks one, naming the rule, with the value that broke it in the error's DETAIL.
+TEST_F(ConstraintTest, AnUpdateThatBreaksAJobRuleIsRefusedNamingTheRuleAndTheValue) {
   {
     pqxx::work tx(db());
     for (int i = 0; i < 3; ++i) tx.exec(JobRow());
@@ -238,9 +238,15 @@ TEST_F(ConstraintTest, AnUpdateThatBreaksAJobRuleIsRefusedWithTheRuleAndTheValue
   EXPECT_EQ(f.sqlstate, "23514");
   EXPECT_NE(f.message.find("check constraint \"jobs_executing_has_owner\""), std::string::npos)
       << f.message;
-  f = ExpectSqlFailure(db(), "UPDATE bulkhead.jobs SET state = 'running'");
-  EXPECT_NE(f.message.find("check constraint \"jobs_state_known\""), std::string::npos)
-      << f.message;
+  std::string full;  // libpqxx's what() is the whole report, DETAIL included
+  try {
+    pqxx::work tx(db());
+    tx.exec("UPDATE bulkhead.jobs SET state = 'running'");
+  } catch (const pqxx::sql_error& e) {
+    full = e.what();
+  }
+  EXPECT_NE(full.find("check constraint \"jobs_state_known\""), std::string::npos) << full;
+  EXPECT_NE(full.find("DETAIL:  state is 'running'"), std::string::npos) << full;
   EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE state = 'available'"),
             3);
 }
