@@ -178,7 +178,7 @@ std::optional<SoakKnobs> SoakKnobsFrom(const KnobLookup& lookup, std::string& er
 //   LOAD_FAILOVER_WARMUP_S     steady sending before the first event (20; smoke 10)
 //   LOAD_FAILOVER_SETTLE_S     steady sending after each event's return before it is judged
 //                              (30; smoke 20)
-//   LOAD_FAILOVER_READ_ONLY_S  how long the primary stays read-only (10)
+//   LOAD_FAILOVER_READ_ONLY_S  how long the primary stays read-only (10; smoke 8)
 //   LOAD_FAILOVER_RESUME_S     the gate's limit from the database's return to the first
 //                              delivery of an enqueue committed after it (15)
 //   LOAD_FAILOVER_DRAIN_S      how long after the last enqueue deliveries may still arrive
