@@ -40,6 +40,12 @@
 #     after a CHECKPOINT and before the pgbench runs, and the median is given. It repeats
 #     within a few per cent, where the client's µs move by a fifth, so a change to the function
 #     is measured here.
+#   - microseconds per transaction inside the server: the same loop with a COMMIT after each
+#     statement (synchronous_commit off, so no flush), in the same five rounds. It adds what
+#     a transaction pays once: the locks on the table, its partitions and indexes, the
+#     deferred wake-up trigger that fires at COMMIT (the statement loop rolls back, so it
+#     never fires there) and the commit record. The rows it commits are truncated before
+#     the pgbench runs.
 # Ratios to `plain` are what to compare; the figures move by ±20 % between runs on a 2-core
 # machine.
 # shellcheck source=load/lib.sh
@@ -131,6 +137,23 @@ END
 \$\$;
 ROLLBACK;
 LOOP
+  # The same, a transaction each: a DO block may COMMIT when it is not inside one.
+  cat >"$scripts/$case.txn.sql" <<TXN
+SET synchronous_commit = off;
+DO \$\$
+DECLARE
+  started timestamptz := clock_timestamp();
+  ch integer;
+BEGIN
+  FOR i IN 1..$loop LOOP
+    ch := 1 + i % $channels;
+    $statement;
+    COMMIT;
+  END LOOP;
+  RAISE NOTICE 'txn_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / $loop, 1);
+END
+\$\$;
+TXN
 done
 
 # in_server CASE: prints the µs a statement of the loop took.
@@ -138,6 +161,18 @@ in_server() {
   local on=$db
   [[ $1 == *-before ]] && on=$db_before
   psql "$on" -q -f "$scripts/$1.loop.sql" 2>&1 | awk '/loop_us/ {print $NF}'
+}
+# in_server_txn CASE: prints the µs a transaction of one statement took.
+in_server_txn() {
+  local on=$db
+  [[ $1 == *-before ]] && on=$db_before
+  psql "$on" -q -f "$scripts/$1.txn.sql" 2>&1 | awk '/txn_us/ {print $NF}'
+}
+# The tables the transaction loops filled, emptied before the pgbench runs.
+truncate_cases() {
+  psql "$db" -q -c 'TRUNCATE plain, bare, "row", "+claim", "+channel", "+fk", bulkhead.jobs,
+                    bulkhead.idempotency_keys'
+  ((back == 0)) || psql "$db_before" -q -c 'TRUNCATE bulkhead.jobs, bulkhead.idempotency_keys'
 }
 
 # bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction multixacts_per_transaction".
@@ -164,16 +199,23 @@ echo "load/enqueue_cost.sh: durability on ($(psql "$db" -At -c "SHOW fsync"), sy
   "$(psql "$db" -At -c "SHOW synchronous_commit")), ${seconds} s a case and measure,"\
   "$channels channel(s);"\
   "load before: $(load_average all)"
-declare -A wal us tps mx server
-declare -A rounds
+declare -A wal us tps mx server txn
+declare -A rounds txn_rounds
 psql "$db" -q -c CHECKPOINT
 for round in 1 2 3 4 5; do
-  for case in "${cases[@]}"; do rounds[$case]+="$(in_server "$case") "; done
+  for case in "${cases[@]}"; do
+    rounds[$case]+="$(in_server "$case") "
+    txn_rounds[$case]+="$(in_server_txn "$case") "
+  done
 done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | sed -n 3p; }
 for case in "${cases[@]}"; do
-  server[$case]=$(tr ' ' '\n' <<<"${rounds[$case]}" | grep . | sort -n | sed -n 3p)
-  echo "$case: $(echo "${rounds[$case]}") µs a statement in the server, five rounds"
+  server[$case]=$(median "${rounds[$case]}")
+  txn[$case]=$(median "${txn_rounds[$case]}")
+  echo "$case: $(echo "${rounds[$case]}") µs a statement in the server;" \
+    "$(echo "${txn_rounds[$case]}") µs a transaction; five rounds"
 done
+truncate_cases
 for case in "${cases[@]}"; do
   read -r one_tps one_wal _ < <(bench "$case" 1 "-c synchronous_commit=off")
   read -r many_tps many_wal many_mx < <(bench "$case" 16)
@@ -188,13 +230,14 @@ done
 rm -rf "$scripts"
 echo "load after: $(load_average all)"
 echo
-printf '%-14s %10s %8s %12s %9s %16s %11s %12s %10s %8s\n' case WAL/txn x_plain µs_no_flush \
-  x_plain tps_16_durable x_plain multixact/txn µs_server x_plain
+printf '%-14s %10s %8s %12s %9s %16s %11s %12s %10s %8s %9s %8s\n' case WAL/txn x_plain \
+  µs_no_flush x_plain tps_16_durable x_plain multixact/txn µs_server x_plain µs_txn x_plain
 for case in "${cases[@]}"; do
-  printf '%-14s %10s %8s %12s %9s %16s %11s %12s %10s %8s\n' "$case" "${wal[$case]}" \
+  printf '%-14s %10s %8s %12s %9s %16s %11s %12s %10s %8s %9s %8s\n' "$case" "${wal[$case]}" \
     "$(awk -v a="${wal[$case]}" -v b="${wal[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${us[$case]}" "$(awk -v a="${us[$case]}" -v b="${us[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${tps[$case]}" "$(awk -v a="${tps[$case]}" -v b="${tps[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
     "${mx[$case]}" "${server[$case]}" \
-    "$(awk -v a="${server[$case]}" -v b="${server[plain]}" 'BEGIN {printf "%.2f", a / b}')"
+    "$(awk -v a="${server[$case]}" -v b="${server[plain]}" 'BEGIN {printf "%.2f", a / b}')" \
+    "${txn[$case]}" "$(awk -v a="${txn[$case]}" -v b="${txn[plain]}" 'BEGIN {printf "%.2f", a / b}')"
 done
