@@ -65,6 +65,9 @@ psql "$db" <<'SQL'
 INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
 INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
+-- Statistics now, as a running database has them, rather than whenever autovacuum comes by:
+-- the plans of the enqueue's lookups depend on them (migration 0026).
+ANALYZE bulkhead.tenants, bulkhead.channels;
 CREATE TABLE plain (id bigserial PRIMARY KEY, k int NOT NULL, payload jsonb NOT NULL);
 -- bulkhead.jobs' columns, defaults, identity and CHECKs (its domains' CHECKs come with the
 -- column types), its primary key, then one part more per table.
@@ -88,6 +91,7 @@ if ((back > 0)); then
 INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
 INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
+ANALYZE bulkhead.tenants, bulkhead.channels;
 SQL
 fi
 
