@@ -3,11 +3,13 @@
 #
 #   load/enqueue_cost.sh     # ENQUEUE_COST_SECONDS (10) per case and measure
 #   ENQUEUE_COST_CHANNELS=1 load/enqueue_cost.sh   # every client on one channel: a burst's shape
+#   ENQUEUE_COST_CHANNELS=10010 load/enqueue_cost.sh   # production's count of tenants
 #
 # One freshly migrated database on the durable embedded PostgreSQL (.run/bench-pg-durable:
-# fsync and synchronous_commit on), ENQUEUE_COST_CHANNELS (100) channels, each transaction on
-# one drawn at random, and tables that add the parts of
-# bulkhead.jobs one at a time. pgbench inserts one row per transaction into each:
+# fsync and synchronous_commit on), ENQUEUE_COST_CHANNELS (100) channels in use, each
+# transaction on one drawn at random (at least 100 tenants with a channel each are made, and
+# analyzed), and tables that add the parts of bulkhead.jobs one at a time. pgbench inserts one
+# row per transaction into each:
 #   plain       a three-column table (id, a key, the payload): the application's own write
 #   bare        a table of bulkhead.jobs' columns and defaults, its primary key only
 #   row         the same with bulkhead.jobs' CHECKs (since migration 0025 the one that calls
@@ -61,8 +63,10 @@ pg_start .run/bench-pg-durable 1
 fresh_database enqueue_cost
 db=$(db_conn enqueue_cost)
 build/bin/bulkhead migrate up --database "$db" >/dev/null
-psql "$db" <<'SQL'
-INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
+# At least 100 tenants, a channel each; the runs use the first ENQUEUE_COST_CHANNELS.
+seeded=$((channels > 100 ? channels : 100))
+psql "$db" -v seeded="$seeded" <<'SQL'
+INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, :seeded) g;
 INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
 -- Statistics now, as a running database has them, rather than whenever autovacuum comes by:
@@ -87,8 +91,8 @@ if ((back > 0)); then
   db_before=$(db_conn enqueue_cost_before)
   build/bin/bulkhead migrate up --database "$db_before" >/dev/null
   build/bin/bulkhead migrate down "$back" --database "$db_before" >/dev/null
-  psql "$db_before" <<'SQL'
-INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
+  psql "$db_before" -v seeded="$seeded" <<'SQL'
+INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, :seeded) g;
 INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
 ANALYZE bulkhead.tenants, bulkhead.channels;
