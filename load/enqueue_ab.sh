@@ -36,30 +36,17 @@ INSERT INTO bulkhead.channels (tenant_id, url)
 ANALYZE bulkhead.tenants, bulkhead.channels;
 SQL
 
+# A stride prime to the count, so neighbouring transactions land on distant channels.
+statement="PERFORM bulkhead.enqueue(1 + (i * 7919) % $channels,
+                   '{\"type\": \"message.created\", \"conversation\": 7, \"text\": \"hello\"}')"
+script=$(mktemp)
+on_exit "rm -f $script"
+loop_sql "$statement" "$loop" "$channels" 1 >"$script"
 # run: the µs a transaction of one run, on an emptied table.
 run() {
   psql "$db" -q -c "TRUNCATE bulkhead.jobs, bulkhead.idempotency_keys"
-  psql "$db" -q -v loop="$loop" -v channels="$channels" 2>&1 <<'SQL' | awk '/txn_us/ {print $NF}'
-SET synchronous_commit = off;
-SELECT set_config('enqueue_ab.loop', :'loop', false), set_config('enqueue_ab.channels', :'channels', false);
-DO $$
-DECLARE
-  n integer := current_setting('enqueue_ab.loop')::integer;
-  channels integer := current_setting('enqueue_ab.channels')::integer;
-  started timestamptz := clock_timestamp();
-BEGIN
-  FOR i IN 1..n LOOP
-    -- A stride prime to the count, so neighbouring transactions land on distant channels.
-    PERFORM bulkhead.enqueue(1 + (i * 7919) % channels,
-                             '{"type": "message.created", "conversation": 7, "text": "hello"}');
-    COMMIT;
-  END LOOP;
-  RAISE NOTICE 'txn_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / n, 1);
-END
-$$;
-SQL
+  psql "$db" -q -f "$script" 2>&1 | awk '/loop_us/ {print $NF}'
 }
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 echo "load/enqueue_ab.sh: HEAD against $back migration(s) back, $channels channel(s), $rounds" \
   "rounds of $loop enqueues; load before: $(load_average all)"
@@ -73,4 +60,4 @@ for ((round = 1; round <= rounds; round++)); do
   after+="$a " before+="$b "
 done
 echo "load after: $(load_average all)"
-echo "median: HEAD $(median "$after") µs a transaction, before $(median "$before")"
+echo "median: HEAD $(median_of "$after") µs a transaction, before $(median_of "$before")"

@@ -129,39 +129,10 @@ for case in "${cases[@]}"; do
     *) statement="INSERT INTO \"$case\" (queue, tenant_id, channel_id, payload)
                   VALUES ('default', ch, ch, '$payload')" ;;
   esac
-  cat >"$scripts/$case.loop.sql" <<LOOP
-BEGIN;
-DO \$\$
-DECLARE
-  started timestamptz := clock_timestamp();
-  ch integer;
-BEGIN
-  FOR i IN 1..$loop LOOP
-    ch := 1 + i % $channels;
-    $statement;
-  END LOOP;
-  RAISE NOTICE 'loop_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / $loop, 1);
-END
-\$\$;
-ROLLBACK;
-LOOP
-  # The same, a transaction each: a DO block may COMMIT when it is not inside one.
-  cat >"$scripts/$case.txn.sql" <<TXN
-SET synchronous_commit = off;
-DO \$\$
-DECLARE
-  started timestamptz := clock_timestamp();
-  ch integer;
-BEGIN
-  FOR i IN 1..$loop LOOP
-    ch := 1 + i % $channels;
-    $statement;
-    COMMIT;
-  END LOOP;
-  RAISE NOTICE 'txn_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / $loop, 1);
-END
-\$\$;
-TXN
+  { echo "BEGIN;"; loop_sql "$statement" "$loop" "$channels"; echo "ROLLBACK;"; } \
+    >"$scripts/$case.loop.sql"
+  # The same, a transaction each.
+  loop_sql "$statement" "$loop" "$channels" 1 >"$scripts/$case.txn.sql"
 done
 
 # in_server CASE: prints the µs a statement of the loop took.
@@ -174,7 +145,7 @@ in_server() {
 in_server_txn() {
   local on=$db
   [[ $1 == *-before ]] && on=$db_before
-  psql "$on" -q -f "$scripts/$1.txn.sql" 2>&1 | awk '/txn_us/ {print $NF}'
+  psql "$on" -q -f "$scripts/$1.txn.sql" 2>&1 | awk '/loop_us/ {print $NF}'
 }
 # The tables the transaction loops filled, emptied before the pgbench runs.
 truncate_cases() {
@@ -216,10 +187,9 @@ for round in 1 2 3 4 5; do
     txn_rounds[$case]+="$(in_server_txn "$case") "
   done
 done
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | sed -n 3p; }
 for case in "${cases[@]}"; do
-  server[$case]=$(median "${rounds[$case]}")
-  txn[$case]=$(median "${txn_rounds[$case]}")
+  server[$case]=$(median_of "${rounds[$case]}")
+  txn[$case]=$(median_of "${txn_rounds[$case]}")
   echo "$case: $(echo "${rounds[$case]}") µs a statement in the server;" \
     "$(echo "${txn_rounds[$case]}") µs a transaction; five rounds"
 done

@@ -87,33 +87,17 @@ for case in "${cases[@]}"; do
   esac
   printf '\\set ch random(1, 100)\n%s;\n' \
     "$(sed -e 's/^PERFORM /SELECT /' -e 's/(ch, /(:ch, /' <<<"$statement")" >"$scripts/$case.sql"
-  cat >"$scripts/$case.txn.sql" <<TXN
-SET synchronous_commit = off;
-DO \$\$
-DECLARE
-  started timestamptz := clock_timestamp();
-  ch integer;
-BEGIN
-  FOR i IN 1..5000 LOOP
-    ch := 1 + i % 100;
-    $statement;
-    COMMIT;
-  END LOOP;
-  RAISE NOTICE 'txn_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / 5000, 1);
-END
-\$\$;
-TXN
+  loop_sql "$statement" 5000 100 1 >"$scripts/$case.txn.sql"
 done
 
 empty() { psql "$db" -q -c "TRUNCATE public.plain, bulkhead.intake_probe, bulkhead.jobs"; }
-in_server() { empty; psql "$db" -q -f "$scripts/$1.txn.sql" 2>&1 | awk '/txn_us/ {print $NF}'; }
+in_server() { empty; psql "$db" -q -f "$scripts/$1.txn.sql" 2>&1 | awk '/loop_us/ {print $NF}'; }
 commits() {
   empty
   psql "$db" -q -c CHECKPOINT
   "$pg_bindir/pgbench" -n -c 16 -j 2 -T "$seconds" -f "$scripts/$1.sql" "$db" 2>&1 |
     awk '/^tps = / {printf "%.0f", $3}'
 }
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 echo "load/intake_cost.sh: durability on, $rounds rounds, pgbench $seconds s a case;" \
   "load before: $(load_average all)"
@@ -132,9 +116,9 @@ rm -rf "$scripts"
 echo "load after: $(load_average all)"
 echo
 printf '%-10s %14s %8s %16s %8s\n' case µs_txn_server x_plain tps_16_durable x_plain
-up=$(median "${us[plain]}") tp=$(median "${tps[plain]}")
+up=$(median_of "${us[plain]}") tp=$(median_of "${tps[plain]}")
 for case in "${cases[@]}"; do
-  u=$(median "${us[$case]}") t=$(median "${tps[$case]}")
+  u=$(median_of "${us[$case]}") t=$(median_of "${tps[$case]}")
   printf '%-10s %14s %8s %16s %8s\n' "$case" "$u" \
     "$(awk -v a="$u" -v b="$up" 'BEGIN {printf "%.2f", a / b}')" "$t" \
     "$(awk -v a="$t" -v b="$tp" 'BEGIN {printf "%.2f", a / b}')"

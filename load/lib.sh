@@ -31,6 +31,12 @@
 #                                    NAME) if it has not stopped within 15 s
 #   on_exit COMMAND                  run COMMAND (a shell string) when the script exits, after
 #                                    the ones given before it
+#   loop_sql STATEMENT N CHANNELS [COMMIT]
+#                                    a DO block that runs the plpgsql STATEMENT N times, with
+#                                    `i` the round and `ch` a channel (1 + i % CHANNELS), and
+#                                    ends with the NOTICE 'loop_us µs' a round took; COMMIT 1
+#                                    commits after each (synchronous_commit off for the session
+#                                    first; the block must not then be inside a transaction)
 #
 # KIND: count (an integer of 1 or more), count0 (0 or more), share (a number in (0, 1]),
 # flag (0 or 1), counts (a list of counts, space- or comma-separated), dir (an existing folder),
@@ -120,6 +126,8 @@ fresh_database() {
 # median, quartiles: of the numbers on stdin, one a line: the median; the first and third
 # quartiles as "q1–q3" (claim_bench.sh, claim_sizes.sh, prune_cost.sh).
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# median_of "X Y Z…": the same of numbers separated by spaces.
+median_of() { tr ' ' '\n' <<<"$1" | grep . | median; }
 quartiles() { sort -n | awk '{ v[NR] = $1 } END { printf "%s–%s", v[int(NR / 4) + 1], v[int(3 * NR / 4)] }'; }
 
 load_average() {
@@ -154,4 +162,27 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
   fi
   wait "$pid" 2>/dev/null || true
+}
+
+loop_sql() {
+  local statement=$1 n=$2 channels=$3 commit=${4:-0} each=""
+  if ((commit)); then
+    echo "SET synchronous_commit = off;"
+    each="COMMIT;"
+  fi
+  cat <<SQL
+DO \$\$
+DECLARE
+  started timestamptz := clock_timestamp();
+  ch integer;
+BEGIN
+  FOR i IN 1..$n LOOP
+    ch := 1 + i % $channels;
+    $statement;
+    $each
+  END LOOP;
+  RAISE NOTICE 'loop_us %', round(extract(epoch FROM clock_timestamp() - started) * 1e6 / $n, 1);
+END
+\$\$;
+SQL
 }
