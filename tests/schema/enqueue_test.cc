@@ -484,6 +484,49 @@ TEST_F(EnqueueTest, OfSeveralBadArgumentsReportsTheFirstInAFixedOrder) {
   EXPECT_EQ(JobCount(), 0);
 }
 
+// Migration 0026: enqueue and route() (which enqueue_many and publish call) find a channel and
+// its tenant through their primary keys, however few tenants there are. With 100 of them,
+// analyzed, the planner's choice without the functions' enable_seqscan = off is a sequential
+// scan of both tables at every call; a later CREATE OR REPLACE that forgot to restate the
+// setting would bring that back, and this test with it.
+TEST_F(EnqueueTest, FindsTheChannelAndItsTenantByKeyAmongFewTenants) {
+  {
+    pqxx::work tx(db());
+    tx.exec0("INSERT INTO bulkhead.tenants (name) SELECT 'few' || g FROM generate_series(1, 99) g");
+    tx.exec0(
+        "INSERT INTO bulkhead.channels (tenant_id, url) SELECT id, 'http://127.0.0.1:9/' "
+        "FROM bulkhead.tenants WHERE name LIKE 'few%'");
+    tx.commit();
+  }
+  pqxx::nontransaction(db()).exec0("ANALYZE bulkhead.tenants, bulkhead.channels");
+
+  std::vector<int64_t> channels;
+  for (const auto& row : pqxx::nontransaction(db()).exec("SELECT id FROM bulkhead.channels")) {
+    channels.push_back(row[0].as<int64_t>());
+  }
+  ASSERT_EQ(channels.size(), 100u);
+
+  // pg_stat_xact_user_tables counts this session's scans not yet sent to the statistics
+  // (PostgreSQL 15 sends them at most once a second, so the SELECT above may be among them):
+  // what counts is what the calls add. Eight calls of each function: plpgsql's generic plan,
+  // the one it keeps, replaces the custom ones from the sixth.
+  pqxx::work tx(db());
+  const std::string count =
+      "SELECT coalesce(sum(seq_scan), 0), coalesce(sum(idx_scan), 0) "
+      "FROM pg_stat_xact_user_tables "
+      "WHERE schemaname = 'bulkhead' AND relname IN ('tenants', 'channels')";
+  const pqxx::row before = tx.exec1(count);
+  for (size_t i = 0; i < 8; ++i) {
+    tx.exec1("SELECT bulkhead.enqueue(" + Str(channels[i * 11]) + ", '{}')");
+    tx.exec1("SELECT bulkhead.enqueue_many(ARRAY[" + Str(channels[i * 7 + 1]) +
+             "]::bigint[], ARRAY['{}'::jsonb])");
+  }
+  const pqxx::row after = tx.exec1(count);
+  EXPECT_EQ(after[0].as<int64_t>() - before[0].as<int64_t>(), 0) << "sequential scans";
+  // A channel and its tenant a call, at least.
+  EXPECT_GE(after[1].as<int64_t>() - before[1].as<int64_t>(), 32) << "index scans";
+}
+
 // {"d": "xxx…"} is 9 bytes of text around the string.
 std::string PayloadOfBytes(int bytes) {
   return "jsonb_build_object('d', repeat('x', " + std::to_string(bytes - 9) + "))";
