@@ -19,6 +19,7 @@ cd "$(dirname "$0")"
 # Every Debian 12 package the build, the tests and the throwaway Postgres need.
 PACKAGES=(
   cmake g++ make pkg-config libboost-dev
+  lld  # the linker: CMakeLists.txt says why
   libpq-dev libpqxx-dev nlohmann-json3-dev libcurl4-openssl-dev prometheus-cpp-dev
   libssl-dev openssl libgtest-dev
   postgresql-15 postgresql-client-15
