@@ -1,6 +1,7 @@
 // ThrowawayPostgres: a private PostgreSQL 15 cluster for one test process.
 //
-// Start() runs initdb in a fresh folder (in /dev/shm when it exists), picks a free port and
+// Start() copies a fresh initdb's folder into a new folder (in /dev/shm when it exists; the
+// copy is of one that initdb made once for the server binaries), picks a free port and
 // starts `postgres` on it and on a Unix socket in that folder, with durability off (fsync,
 // synchronous_commit, full_page_writes): a crash loses a test's data, which is what a throwaway
 // cluster is for. PostgreSQL refuses to run as root, so when the tests run as root the cluster
