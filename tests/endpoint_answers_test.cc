@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
+#include <iostream>
 #include <thread>
 
 #include "claim_store.h"
@@ -419,6 +420,16 @@ TEST_F(EndpointAnswersTest, HostileBodiesAreBoundedAndAHealthyChannelDeliversMea
                                      channel(3));
   EXPECT_EQ(Count(channel(4) + " AND state = 'discarded' AND last_error LIKE 'timeout: %'"), 4);
   for (const auto& [route, path] : hostile) EXPECT_EQ(Requests(route), 4) << route;
+  if (HasFailure()) {  // when the mock read each request, and what became of each job
+    std::cerr << "mock: " << mock_.log().Records(0, 200, "").dump() << "\n"
+              << node.Log() << "\n"
+              << QueryValue<std::string>(
+                     db(),
+                     "SELECT string_agg(format('job %s channel %s %s attempted_at_us %s %s', id, "
+                     "channel_id, state, (extract(epoch FROM attempted_at) * 1e6)::int8, "
+                     "last_error), E'\\n' ORDER BY id) FROM bulkhead.jobs WHERE channel_id <> " +
+                         std::to_string(healthy) + " OR last_error IS NOT NULL");
+  }
 }
 
 }  // namespace

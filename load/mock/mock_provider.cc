@@ -25,6 +25,18 @@ using tcp = asio::ip::tcp;
 // The largest request body read; a webhook payload is at most 256 KiB by default.
 constexpr uint64_t kMaxRequestBody = 16 << 20;
 
+// 1 MiB of 'x', made once: the body of body_bytes answers and of endless streams, written from
+// here by every session, so that an answer costs the mock what the client reads of it. A body
+// made for each request cost a lot under ThreadSanitizer on a loaded machine: four requests
+// for 8 MiB each (made, then copied behind the head) were read 0, 12, 551 and 868 ms after the
+// first, the next route's first request 1,588 ms after it, and requests the node had sent
+// timed out unread (endpoint_answers_test beside the TSan suite, 3 runs in 33, 2026-12-07; none in
+// 80 since). As large as the largest drip_bytes, so that one drip is one write.
+const std::string& FillBlock() {
+  static const std::string block(1 << 20, 'x');
+  return block;
+}
+
 int64_t NowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -138,18 +150,19 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!b.retry_after.empty()) extra += "Retry-After: " + b.retry_after + "\r\n";
     if (!b.location.empty()) extra += "Location: " + b.location + "\r\n";
     if (b.endless) return WriteEndless(status, extra, Drip{b.drip_every, b.drip_bytes});
-    std::string body = b.body_bytes < 0 ? std::string("ok") : std::string(b.body_bytes, 'x');
+    std::string text = b.body_bytes < 0 ? "ok" : "";
+    size_t fill = b.body_bytes < 0 ? 0 : static_cast<size_t>(b.body_bytes);
     auto delay = b.delay_min;
     if (b.delay_max > b.delay_min) {
       delay = std::chrono::milliseconds(
           std::uniform_int_distribution<int64_t>(b.delay_min.count(), b.delay_max.count())(random));
     }
     Drip drip{b.drip_every, b.drip_bytes};
-    if (delay.count() == 0) return Write(status, "text/plain", std::move(body), drip, extra);
+    if (delay.count() == 0) return Write(status, "text/plain", std::move(text), drip, extra, fill);
     timer_.expires_after(delay);
-    timer_.async_wait([self = shared_from_this(), status, body = std::move(body), drip,
-                       extra = std::move(extra)](beast::error_code ec) mutable {
-      if (!ec) self->Write(status, "text/plain", std::move(body), drip, extra);
+    timer_.async_wait([self = shared_from_this(), status, text = std::move(text), drip,
+                       extra = std::move(extra), fill](beast::error_code ec) mutable {
+      if (!ec) self->Write(status, "text/plain", std::move(text), drip, extra, fill);
     });
   }
 
@@ -208,15 +221,18 @@ class Session : public std::enable_shared_from_this<Session> {
     int64_t bytes = 1;
   };
 
-  // Writes the answer: head and body at once, or the head and then the body a drip at a time.
-  void Write(int status, std::string_view content_type, std::string body, Drip drip,
-             const std::string& extra_headers = {}) {
+  // Writes the answer, whose body is `text` and then `fill` bytes of 'x' (FillBlock): the head
+  // with the text at once, then the rest a block at a time; or the head, then the body a drip
+  // at a time.
+  void Write(int status, std::string_view content_type, std::string text, Drip drip,
+             const std::string& extra_headers = {}, size_t fill = 0) {
     auto reason = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
     head_ = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) +
             "\r\n" + extra_headers + "Content-Type: " + std::string(content_type) +
-            "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+            "\r\nContent-Length: " + std::to_string(text.size() + fill) + "\r\n" +
             (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n";
-    body_ = std::move(body);
+    body_ = std::move(text);
+    fill_ = fill;
     drip_ = drip;
     sent_ = 0;
     if (drip.every.count() == 0) {
@@ -229,19 +245,25 @@ class Session : public std::enable_shared_from_this<Session> {
                       });
   }
 
+  // The body from sent_ on: the next drip after drip_.every, or the next block at once.
   void WriteMore() {
-    if (sent_ >= body_.size()) return Done();
+    const size_t size = body_.size() + fill_;
+    if (sent_ >= size) return Done();
+    size_t n = size - sent_;
+    if (drip_.every.count() > 0) n = std::min<size_t>(n, static_cast<size_t>(drip_.bytes));
+    asio::const_buffer chunk(FillBlock().data(), std::min(n, FillBlock().size()));
+    if (sent_ < body_.size()) chunk = {body_.data() + sent_, std::min(n, body_.size() - sent_)};
+    auto write = [self = shared_from_this(), chunk] {
+      asio::async_write(self->socket_, chunk, [self](beast::error_code ec, size_t written) {
+        if (ec) return;
+        self->sent_ += written;
+        self->WriteMore();
+      });
+    };
+    if (drip_.every.count() == 0) return write();
     timer_.expires_after(drip_.every);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;
-      size_t n = std::min<size_t>(static_cast<size_t>(self->drip_.bytes),
-                                  self->body_.size() - self->sent_);
-      size_t from = self->sent_;
-      self->sent_ += n;
-      asio::async_write(self->socket_, asio::buffer(self->body_.data() + from, n),
-                        [self](beast::error_code ec, size_t) {
-                          if (!ec) self->WriteMore();
-                        });
+    timer_.async_wait([write](beast::error_code ec) {
+      if (!ec) write();
     });
   }
 
@@ -268,7 +290,6 @@ class Session : public std::enable_shared_from_this<Session> {
             "\r\n" + extra_headers + "Content-Type: text/plain\r\nConnection: close\r\n\r\n";
     keep_alive_ = false;
     drip_ = drip;
-    body_.assign(drip.every.count() > 0 ? static_cast<size_t>(drip.bytes) : 64 * 1024, 'x');
     asio::async_write(socket_, asio::buffer(head_),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         if (!ec) self->WriteEndlessMore();
@@ -276,8 +297,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void WriteEndlessMore() {
-    auto write = [self = shared_from_this()] {
-      asio::async_write(self->socket_, asio::buffer(self->body_),
+    const size_t n = drip_.every.count() > 0 ? static_cast<size_t>(drip_.bytes) : 64 * 1024;
+    auto write = [self = shared_from_this(), n] {
+      asio::async_write(self->socket_, asio::buffer(FillBlock().data(), n),
                         [self](beast::error_code ec, size_t) {
                           if (!ec) self->WriteEndlessMore();
                         });
@@ -317,8 +339,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = true;
   std::string counted_route_;  // the route of the request in flight, empty when none is
   std::string head_;
-  std::string body_;
-  size_t sent_ = 0;
+  std::string body_;  // the answer's text, before its fill
+  size_t fill_ = 0;   // bytes of 'x' after the text
+  size_t sent_ = 0;   // of the body
   Drip drip_;
   char drain_buffer_[512];
 };
