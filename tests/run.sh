@@ -2,7 +2,7 @@
 # tests/run.sh — the README's test command, and what CI runs (.ci/run).
 #
 # Installs what is missing (./setup.sh), builds, and runs the whole suite three times: the
-# Release build, then AddressSanitizer+UBSan and ThreadSanitizer builds (TSan's without the unit
+# Release build, then AddressSanitizer+UBSan and ThreadSanitizer builds (TSan's without the
 # tests marked ONE_THREAD in tests/CMakeLists.txt, which start no thread); then every fuzz target
 # of tests/fuzz/ for 15 s each (clang's libFuzzer, with ASan+UBSan). Every test that touches
 # SQL starts its own throwaway PostgreSQL 15 (tests/harness/throwaway_postgres.h); nothing needs
