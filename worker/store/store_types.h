@@ -136,6 +136,21 @@ struct GoneOutcome {
   int64_t jobs = 0;
 };
 
+// The transactions running at a snapshot (pg_current_snapshot), their ids 64-bit: every id
+// below xmin has ended, none from xmax on has, and of those between, `running` (ascending) have
+// not. Read by a sleeping runner (ClaimStore::RunningTransactions, migration 0027).
+struct RunningXids {
+  int64_t xmin = 0;
+  int64_t xmax = 0;
+  std::vector<int64_t> running;
+};
+// What bulkhead.fell_asleep() returns after it opened the wake-up gate: the next transaction id,
+// read after the gate opened, and the transactions running (ClaimStore::FellAsleep).
+struct SleepStart {
+  int64_t next_xid = 0;
+  RunningXids now;
+};
+
 // ---- The breaker's transitions (BreakerStore) ---------------------------------------------------
 
 // done: this call made the transition (no other node or operator did it first);
