@@ -418,6 +418,28 @@ TEST_F(NodeTest, AnEnqueueWakesAnIdleNodeWithoutWaitingForThePoll) {
   EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
 }
 
+// An enqueue whose INSERT found the wake-up gate closed (no runner had fallen asleep: a fresh
+// database) and that commits after the node fell asleep notifies nobody (migration 0027). The
+// runner watched the transaction since it fell asleep (SleepHorizon) and claims when it ends,
+// long before its one-minute poll.
+TEST_F(NodeTest, AJobCommittedAfterTheNodeFellAsleepIsClaimedWithoutWaitingForThePoll) {
+  HttpReceiver receiver;
+  int64_t ch = Channel(receiver.Url("/hook"));
+  auto app = Connect();
+  pqxx::work tx(*app);
+  tx.exec("SELECT bulkhead.enqueue(" + std::to_string(ch) + ", '{}')");
+  NodeProcess node(NodeConfig("node-a", {{"poll_interval_ms", 60000}}), {{"default", Tier(5)}});
+  node.Start(url());
+  ASSERT_TRUE(node.WaitReady()) << node.Log();
+  ASSERT_TRUE(WaitFor("count(*) = 1 FROM bulkhead.sleepers WHERE node = 'node-a'")) << node.Log();
+  // Long enough for the runner's looks to come 100 ms apart: the claim comes from a late one.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  tx.commit();
+  EXPECT_TRUE(receiver.WaitForRequests(1, seconds(20))) << node.Log();
+  node.Signal(SIGTERM);
+  EXPECT_EQ(node.Wait(seconds(20)), 0) << node.Log();
+}
+
 // A mark deleted behind the runner's back (a crash empties the unlogged table; the leader
 // deletes a lapsed node's marks) is written again by the runner's next poll.
 TEST_F(NodeTest, ASleepingMarkDeletedBehindTheRunnersBackComesBackWithThePoll) {

@@ -447,6 +447,9 @@ TEST_F(RolesTest, ANodeRoleGrantedBeforeMigration0010MarksItsRunnersAsleepAfterI
   ClaimStore claims(node);
   claims.MarkAsleep("default", "old-node");
   EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 1);
+  // And opens the wake-up gate after it, and reads what runs (migration 0027).
+  EXPECT_GT(claims.FellAsleep().next_xid, 0);
+  EXPECT_GT(claims.RunningTransactions().xmax, 0);
   claims.MarkAwake("default", "old-node");
   EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 0);
 }

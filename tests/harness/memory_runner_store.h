@@ -99,6 +99,9 @@ class MemoryRunnerStore : public RunnerStore {
   void ReturnTokens(const std::vector<TokenRequest>&) override {}
   void MarkAsleep(const std::string&, const std::string&) override {}
   void MarkAwake(const std::string&, const std::string&) override {}
+  // Nothing running: a horizon with nothing to watch.
+  SleepStart FellAsleep() override { return {}; }
+  RunningXids RunningTransactions() override { return {}; }
   void Reset() override {
     std::lock_guard lock(mu_);
     ++resets_;

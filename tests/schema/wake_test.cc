@@ -3,7 +3,9 @@
 // runner marked asleep in bulkhead.sleepers when the transaction commits (migration 0010, ADR
 // 0019), whose mark that commit takes (migration 0014, ADR 0022); none for a rolled-back
 // transaction, for jobs due later or for parked jobs; and a debounce flag that rolls back with a
-// savepoint together with the notification it stands for. Unless a test says otherwise, a runner of
+// savepoint together with the notification it stands for. The trigger runs only while the
+// wake-up gate was open at the INSERT (migration 0027, ADR 0030): the last tests hold the gate
+// and what a runner watches for what it cannot see. Unless a test says otherwise, a runner of
 // each queue sleeps.
 //
 // A listening session collects the notifications. After the writer is done, a fence
@@ -18,6 +20,7 @@
 
 #include "claim_store.h"
 #include "database_test.h"
+#include "sleep_horizon.h"
 #include "tenancy.h"
 
 namespace bulkhead {
@@ -90,11 +93,25 @@ class WakeTest : public DatabaseTest {
 
   using Payloads = std::vector<std::string>;
 
-  // Marks node's runner of queue asleep, as QueueRunner does (ClaimStore::MarkAsleep), from a
-  // session of its own.
-  void Sleep(const std::string& queue, const std::string& node) {
+  // Marks node's runner of queue asleep and opens the wake-up gate, as QueueRunner does
+  // (SleepMark: ClaimStore::MarkAsleep, then FellAsleep), from a session of its own.
+  SleepStart Sleep(const std::string& queue, const std::string& node) {
     auto conn = Connect();
     ClaimStore(*conn).MarkAsleep(queue, node);
+    return ClaimStore(*conn).FellAsleep();
+  }
+
+  // Whether the wake-up gate is open: bulkhead.sleeps_begun ahead of sleeps_seen.
+  bool GateOpen() {
+    return QueryValue<bool>(db(),
+                            "SELECT coalesce(pg_sequence_last_value('bulkhead.sleeps_begun'), 0) > "
+                            "coalesce(pg_sequence_last_value('bulkhead.sleeps_seen'), 0)");
+  }
+
+  void Enqueue(int64_t channel) {
+    pqxx::work tx(db());
+    tx.exec("SELECT bulkhead.enqueue(" + std::to_string(channel) + ", '{}')");
+    tx.commit();
   }
 
   int64_t default_channel_ = 0;
@@ -289,7 +306,8 @@ TEST_F(WakeTest, ARunnerOfAnotherQueueAsleepWakesOnlyItsQueue) {
 }
 
 // The look happens at COMMIT: a runner that marks itself asleep while the enqueuing
-// transaction is still open is notified. (Looking at the enqueue, it would wait for its poll.)
+// transaction is still open is notified, when the gate was open at the INSERT (here the marks
+// are deleted behind the gate's back, so it stays open). A closed gate: the last test.
 TEST_F(WakeTest, ARunnerThatFallsAsleepBeforeTheCommitIsNotified) {
   Exec("DELETE FROM bulkhead.sleepers");
   pqxx::work tx(db());
@@ -311,6 +329,83 @@ TEST_F(WakeTest, TwoRunnersAsleepOnAQueueStillOneNotification) {
                                 "SELECT count(*) FROM bulkhead.sleepers "
                                 "WHERE queue = 'default'"),
             0);
+}
+
+// The wake-up gate (migration 0027). The commit that takes the last mark closes it, and the
+// enqueues after it run no trigger: a mark written without opening the gate is not notified.
+TEST_F(WakeTest, TheCommitThatTakesTheLastMarkClosesTheGate) {
+  Exec("DELETE FROM bulkhead.sleepers WHERE queue = 'bulk'");
+  ASSERT_TRUE(GateOpen());
+  Enqueue(default_channel_);
+  EXPECT_EQ(Received(), Payloads{"default"});
+  EXPECT_FALSE(GateOpen());
+  {
+    auto runner = Connect();
+    ClaimStore(*runner).MarkAsleep("default", "node-a");  // and not FellAsleep
+  }
+  Enqueue(default_channel_);
+  EXPECT_EQ(Received(), Payloads{}) << "the gate was closed at the INSERT";
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 1);
+  Sleep("default", "node-a");
+  EXPECT_TRUE(GateOpen());
+  Enqueue(default_channel_);
+  EXPECT_EQ(Received(), Payloads{"default"});
+}
+
+TEST_F(WakeTest, AMarkLeftOnAnotherQueueKeepsTheGateOpen) {
+  Enqueue(default_channel_);
+  EXPECT_EQ(Received(), Payloads{"default"});
+  EXPECT_TRUE(GateOpen()) << "bulk's runner still sleeps";
+  Enqueue(bulk_channel_);
+  EXPECT_EQ(Received(), Payloads{"bulk"});
+  EXPECT_FALSE(GateOpen());
+}
+
+// A transaction with an older snapshot may not see a mark that committed after it began: it
+// notifies what it sees and never closes the gate.
+TEST_F(WakeTest, ARepeatableReadCommitLeavesTheGateOpen) {
+  Exec("DELETE FROM bulkhead.sleepers WHERE queue = 'bulk'");
+  pqxx::work tx(db());
+  tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{"default"});
+  EXPECT_EQ(QueryValue<int64_t>(db(), "SELECT count(*) FROM bulkhead.sleepers"), 0);
+  EXPECT_TRUE(GateOpen());
+}
+
+// What the gate cannot see. An enqueue that inserted while the gate was closed does not notify
+// a runner that fell asleep before its COMMIT; the runner watches it instead: fell_asleep()
+// returns a next id above the transaction's and lists it as running (or leaves it unlisted,
+// above xmax), and once it commits, the runner's horizon reads it as ended, so the runner claims.
+TEST_F(WakeTest, ARunnerFallingAsleepAfterAnInsertTheGateLetPassWatchesThatTransaction) {
+  Exec("DELETE FROM bulkhead.sleepers");
+  Enqueue(default_channel_);  // the gate open, no mark: the commit closes it
+  ASSERT_FALSE(GateOpen());
+  EXPECT_EQ(Received(), Payloads{});
+
+  pqxx::work tx(db());
+  tx.exec("SELECT bulkhead.enqueue(" + Str(default_channel_) + ", '{}')");
+  const auto xid = tx.exec1("SELECT pg_current_xact_id()::text::bigint")[0].as<int64_t>();
+  const SleepStart start = Sleep("default", "node-a");
+  EXPECT_LT(xid, start.next_xid);
+  EXPECT_TRUE(xid >= start.now.xmax ||
+              std::count(start.now.running.begin(), start.now.running.end(), xid) == 1)
+      << "transaction " << xid << " is not among those running";
+  SleepHorizon horizon;
+  const auto t0 = SleepHorizon::Clock::now();
+  horizon.Start(start, t0);
+  auto watcher = Connect();
+  // Other tests' transactions on the cluster may end meanwhile: what this look returns is not
+  // this test's; that the enqueuing transaction still runs, and stays watched, is.
+  const RunningXids before = ClaimStore(*watcher).RunningTransactions();
+  EXPECT_TRUE(xid >= before.xmax ||
+              std::count(before.running.begin(), before.running.end(), xid) == 1);
+  horizon.Look(before, t0);
+  tx.commit();
+  EXPECT_EQ(Received(), Payloads{}) << "the gate was closed at its INSERT";
+  EXPECT_TRUE(horizon.Look(ClaimStore(*watcher).RunningTransactions(), t0))
+      << "its end is what the runner claims for";
 }
 
 }  // namespace

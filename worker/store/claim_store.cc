@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <utility>
 
@@ -232,6 +233,34 @@ void ClaimStore::MarkAwake(const std::string& queue, const std::string& node) {
   Atomically(conn_, "mark_awake", [&](pqxx::transaction_base& tx) {
     return sql::MarkAwake::Run(tx, {.queue = queue, .node = node});
   });
+}
+
+namespace {
+
+// "12 15 40" → {12, 15, 40}, ascending.
+std::vector<int64_t> XidList(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::istringstream in(text);
+  for (int64_t id = 0; in >> id;) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+SleepStart ClaimStore::FellAsleep() {
+  const sql::FellAsleep::Row row =
+      Atomically(conn_, "fell_asleep",
+                 [&](pqxx::transaction_base& tx) { return sql::FellAsleep::RunOne(tx); });
+  return {.next_xid = row.next_xid,
+          .now = {.xmin = row.xmin, .xmax = row.xmax, .running = XidList(row.running)}};
+}
+
+RunningXids ClaimStore::RunningTransactions() {
+  const sql::RunningTransactions::Row row =
+      Atomically(conn_, "running_transactions",
+                 [&](pqxx::transaction_base& tx) { return sql::RunningTransactions::RunOne(tx); });
+  return {.xmin = row.xmin, .xmax = row.xmax, .running = XidList(row.running)};
 }
 
 GoneOutcome ClaimStore::DisableGone(const GoneAnswer& answer, const std::string& node) {

@@ -66,6 +66,11 @@ class ClaimStore {
   // busy, so that they do not (bulkhead.sleepers, ADR 0019). Each is its own transaction.
   void MarkAsleep(const std::string& queue, const std::string& node);
   void MarkAwake(const std::string& queue, const std::string& node);
+  // Opens the wake-up gate, after MarkAsleep committed (bulkhead.fell_asleep(), migration 0027),
+  // and returns the next transaction id and those running; then, while the runner watches
+  // them (SleepHorizon), the transactions running now. Each its own transaction.
+  SleepStart FellAsleep();
+  RunningXids RunningTransactions();
 
   // Disables and pauses the channel (disabled_reason: "the endpoint answered 410 Gone at
   // <UTC time> (job <id>)"), parks its waiting backlog and the answering job (its attempt not

@@ -472,6 +472,27 @@ SELECT $1::text, $2::text
 -- param $2 node text
 DELETE FROM bulkhead.sleepers WHERE queue = $1 AND node = $2
 
+-- name: FellAsleep
+-- Opens the wake-up gate once the runner's mark has committed, and returns what its SleepHorizon
+-- watches: the next transaction id (read after the gate opened) and the transactions running.
+-- column next_xid bigint
+-- column xmin bigint
+-- column xmax bigint
+-- column running text: the running ids below xmax, space-separated
+-- A statement of its own after MarkAsleep's commit: a mark drawn for in bulkhead.sleeps_begun
+-- before it committed could be missed by the commit that closes the gate (migration 0027).
+SELECT next_xid, xmin, xmax, array_to_string(running, ' ') AS running FROM bulkhead.fell_asleep()
+
+-- name: RunningTransactions
+-- The transactions running now (pg_current_snapshot), for the sleeping runner's SleepHorizon.
+-- column xmin bigint
+-- column xmax bigint
+-- column running text: the running ids below xmax, space-separated
+-- The snapshot's 64-bit ids (xid8) go through text: no cast from xid8 to bigint exists.
+SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax,
+       array_to_string(ARRAY(SELECT x::text FROM pg_snapshot_xip(s) x), ' ') AS running
+  FROM pg_current_snapshot() s
+
 -- name: DisableGone
 -- Disables and pauses channel $1 after job $2 got 410 Gone; parks its backlog and that job.
 -- param $1 channel bigint

@@ -211,7 +211,17 @@ void QueueRunner::Run() {
       lock.lock();
       continue;
     }
-    bool due = more || wake_ || now >= next_poll || now >= sleep_.recheck_at() || now >= rate_due_;
+    if (free > 0 && now >= sleep_.look_at()) {
+      // Asleep, and a transaction that was running when the runner fell asleep may have
+      // committed a job that could not notify it (SleepMark): claim if one has ended.
+      lock.unlock();
+      const bool ended = sleep_.Look(store_, now);
+      lock.lock();
+      if (ended && !more) ++horizon_claims_;
+      more = more || ended;
+      continue;
+    }
+    bool due = more || wake_ || now >= next_poll || now >= rate_due_;
     if (free > 0 && due && writer_.Saturated()) {
       // Results are not being written fast enough: claiming more would only pile them up,
       // and what is unwritten is what a crash sends twice (CompletionWriter's bound). Looked
@@ -239,7 +249,7 @@ void QueueRunner::Run() {
           AdmitByRate(ClaimOrBackOff(free, !news, &taken, &lending_withheld));
       rate_due_ = rate_.next_due(std::chrono::steady_clock::now());
       if (news) news_claims_.Took(taken, now);
-      sleep_.Claimed(now);
+      sleep_.Claimed();
       next_poll = NextPoll();
       std::vector<std::pair<int64_t, int64_t>> claimed;  // channel, tenant
       claimed.reserve(jobs.size());
@@ -283,11 +293,11 @@ void QueueRunner::Run() {
     }
     if (free > 0) {
       // The queue was drained, or what is left is capped: wait for an enqueue, a capped
-      // channel's slot, the poll, the sleeping mark's recheck, or stop.
+      // channel's slot, the poll, the sleeping mark's next look, or stop.
       service_.WaitUntil(
           lock,
           std::min({next_poll, next_probe, cap_summary_.next_summary(), answers_.due(),
-                    sleep_.recheck_at(), rate_due_}),
+                    sleep_.look_at(), rate_due_}),
           [&] { return wake_ || answers_.due() <= std::chrono::steady_clock::now(); });
     } else {
       // Every slot busy: wait for one to free, for a request to stall and give its slot

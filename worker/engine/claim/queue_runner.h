@@ -177,6 +177,10 @@ class QueueRunner {
   int tenant_in_flight(int64_t tenant) const;
   // Claim statements run and jobs they returned, since start.
   uint64_t claims() const { return claims_.load(); }
+  // Of those claims, the ones a look of the sleeping runner's horizon started (a transaction
+  // that ran when it fell asleep ended: SleepMark). How many depends on what else runs on the
+  // database, so a test that counts claims leaves these out.
+  uint64_t horizon_claims() const { return horizon_claims_.load(); }
   uint64_t claimed() const { return claimed_.load(); }
   // Probes sent, and jobs the claim found behind a breaker and parked, since start.
   uint64_t probes() const { return probes_.load(); }
@@ -248,6 +252,7 @@ class QueueRunner {
   uint64_t ended_ = 0;  // jobs ended since start (OnOutcome), for Run's claim-again rule
 
   std::atomic<uint64_t> claims_{0};
+  std::atomic<uint64_t> horizon_claims_{0};
   std::atomic<uint64_t> claimed_{0};
   std::atomic<uint64_t> probes_{0};
   std::atomic<uint64_t> parked_at_claim_{0};

@@ -48,6 +48,10 @@ void StoreRunnerStore::MarkAwake(const std::string& queue, const std::string& no
   store_.Get().MarkAwake(queue, node);
 }
 
+SleepStart StoreRunnerStore::FellAsleep() { return store_.Get().FellAsleep(); }
+
+RunningXids StoreRunnerStore::RunningTransactions() { return store_.Get().RunningTransactions(); }
+
 void StoreRunnerStore::Reset() { store_.Reset(); }
 
 }  // namespace bulkhead

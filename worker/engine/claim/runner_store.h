@@ -48,6 +48,9 @@ class RunnerStore {
   // ClaimStore::MarkAsleep and MarkAwake (bulkhead.sleepers, ADR 0019).
   virtual void MarkAsleep(const std::string& queue, const std::string& node) = 0;
   virtual void MarkAwake(const std::string& queue, const std::string& node) = 0;
+  // ClaimStore::FellAsleep and RunningTransactions (the wake-up gate, migration 0027).
+  virtual SleepStart FellAsleep() = 0;
+  virtual RunningXids RunningTransactions() = 0;
 
   // Drops the connection after a failed call; the next call reconnects.
   virtual void Reset() = 0;
@@ -73,6 +76,8 @@ class StoreRunnerStore : public RunnerStore {
   void ReturnTokens(const std::vector<TokenRequest>& unused) override;
   void MarkAsleep(const std::string& queue, const std::string& node) override;
   void MarkAwake(const std::string& queue, const std::string& node) override;
+  SleepStart FellAsleep() override;
+  RunningXids RunningTransactions() override;
   void Reset() override;
 
  private:

@@ -9,18 +9,22 @@
 // take; it never deletes it while it runs, so nothing it writes waits for an application's
 // commit (which may hold the row it takes). Notified() records that the mark was taken.
 //
-// The race, and how it closes. An enqueue whose trigger looked before the mark committed sends
-// nothing; the runner must find its job itself:
+// The race, and how it closes. An enqueue notifies only while the wake-up gate is open, and
+// reads the gate at its INSERT (migration 0027); so the runner opens the gate after its mark
+// committed (bulkhead.fell_asleep()) and finds by itself the jobs of enqueues that could not
+// notify it:
 //   - committed before the mark: the claim right after marking (Marked() asks for it) sees it;
-//   - committing while the mark commits (its trigger looked, its flush had not ended): the
-//     recheck, one claim kRecheck after marking, sees it, and past that the fallback poll.
+//   - inserted before the gate opened and committed after that claim: a transaction running when
+//     the gate opened, which the runner's SleepHorizon watches; it claims again when one of them
+//     ends (Look()), and past the horizon's looks the fallback poll finds it.
 // A mark can vanish without a notification: a crash empties the unlogged table, and the
 // leader deletes the marks of a node whose lease lapsed. The runner calls Lost() after any
 // database error and any lapse of its lease, and marks itself again before its next wait; and
-// each fallback poll of a marked runner writes the mark again (a no-op when it is there).
-//
-// Write() and Delete() (at stop) run ClaimStore::MarkAsleep and MarkAwake on the runner's
-// connection; a failure is logged and resets the connection. The rest is pure logic.
+// each fallback poll of a marked runner writes the mark again (a no-op when it is there) and
+// opens the gate again (which a commit that closed it and then rolled back may have left shut).
+// Write() runs ClaimStore::MarkAsleep, then FellAsleep; Look() RunningTransactions; Delete() (at
+// stop) MarkAwake: on the runner's connection. A failure is logged and resets the connection.
+// The rest is pure logic.
 //
 // Not thread-safe: the queue runner's thread alone owns it (and its connection). Time is passed
 // in, except to Write(), which reads the clock when the mark has committed.
@@ -31,6 +35,7 @@
 
 #include "claim_store.h"
 #include "runner_store.h"
+#include "sleep_horizon.h"
 
 namespace bulkhead {
 
@@ -42,44 +47,42 @@ class SleepMark {
   SleepMark(std::string queue, std::string node)
       : queue_(std::move(queue)), node_(std::move(node)) {}
 
-  // Writes the mark (Marked(), or Failed() if the database refused). Waiting unmarked costs a
-  // new job the fallback poll at worst; the runner's next claim reconnects.
+  // Writes the mark and opens the wake-up gate (Marked(), or Failed() if the database refused).
+  // Waiting unmarked costs a new job the fallback poll at worst; the runner's next claim
+  // reconnects.
   void Write(RunnerStore& store);
   // Deletes the mark (Unmarked()), when the runner stops. On failure it stays: a mark left
   // behind costs one enqueue a notification, or the leader deletes it when the node's lease
   // lapses.
   void Delete(RunnerStore& store);
-  // Long enough for an enqueue's commit to end after its trigger looked (a flush, a
-  // synchronous standby's round trip), short enough to stay below the pick-up targets.
-  static constexpr std::chrono::milliseconds kRecheck{20};
+  // Reads the transactions running and tells the horizon: true when the runner must claim (one
+  // it watched has ended, or the read failed and the claim is to reconnect).
+  bool Look(RunnerStore& store, Clock::time_point now);
 
   // Whether the runner must write its mark before it waits: not after a failed attempt until a
   // claim has succeeded (the database may be down; the claim backs off, the mark need not).
   bool NeedsMark() const { return !marked_ && !failed_; }
   // Writing the mark failed.
   void Failed() { failed_ = true; }
-  // The mark committed at `now`. Written anew (not rewritten by the poll): claim again at
-  // once, and once more at recheck_at().
-  void Marked(Clock::time_point now) {
-    if (!marked_) recheck_at_ = now + kRecheck;
+  // The mark committed and the gate opened at `now`: claim again at once (the runner does), and
+  // watch what was running then. Written again by the poll, it watches anew.
+  void Marked(Clock::time_point now, const SleepStart& start) {
     marked_ = true;
+    horizon_.Start(start, now);
   }
-  // When the recheck claim is due; time_point::max() when none is.
-  Clock::time_point recheck_at() const { return recheck_at_; }
-  // A claim started at `started` succeeded; one started at or after recheck_at() was the
-  // recheck.
-  void Claimed(Clock::time_point started) {
-    failed_ = false;
-    if (started >= recheck_at_) recheck_at_ = Clock::time_point::max();
-  }
+  // When the runner must Look(); time_point::max() when it watches nothing.
+  Clock::time_point look_at() const { return horizon_.next_look(); }
+  // A claim succeeded.
+  void Claimed() { failed_ = false; }
 
   // An enqueue notified the runner: the commit that sent it took the mark (or a release of an
-  // ordering key sent it and the mark may still be there; writing it again is a no-op).
+  // ordering key sent it and the mark may still be there; writing it again is a no-op). The
+  // runner claims now and writes its mark again before its next wait, watching anew.
   void Notified() { Unmarked(); }
   // The mark is deleted, or may be gone: write it again before the next wait.
   void Unmarked() {
     marked_ = false;
-    recheck_at_ = Clock::time_point::max();
+    horizon_.Stop();
   }
   void Lost() { Unmarked(); }
 
@@ -90,7 +93,7 @@ class SleepMark {
   const std::string node_;
   bool marked_ = false;
   bool failed_ = false;
-  Clock::time_point recheck_at_ = Clock::time_point::max();
+  SleepHorizon horizon_;
 };
 
 }  // namespace bulkhead
