@@ -10,11 +10,13 @@
 #   plain        an INSERT of a similar row (three columns: id, a key, the payload) into a
 #                plain table: what the application's own writes cost
 #   enqueue      SELECT bulkhead.enqueue(channel, payload), no runner asleep: a busy fleet's
-#                case, where no enqueue notifies (migration 0010, ADR 0019)
-#   asleep       the same with a runner of the queue marked asleep when the run starts. Before
-#                migration 0014 every commit notified while the mark was there (the whole run);
-#                since 0014 the first commit takes the mark as it notifies, and the rest send
-#                nothing (ADR 0022)
+#                case, where no enqueue notifies (migration 0010, ADR 0019); since migration
+#                0027 the wake-up gate is closed and no trigger runs (ADR 0030)
+#   asleep       the same with a runner of the queue marked asleep when the run starts (and,
+#                since 0027, the gate opened as a runner opens it). Before migration 0014 every
+#                commit notified while the mark was there (the whole run); since 0014 the first
+#                commit takes the mark as it notifies, and the rest send nothing (ADR 0022);
+#                since 0027 that commit closes the gate and the rest run no trigger
 #   no_notify    the same with the wake-up flag set for the session (bulkhead.woken.default
 #                on): the trigger returns at once
 #   draining     enqueue while one `bulkhead run` node (shipped tiers) delivers to bulkhead-mock
@@ -133,6 +135,10 @@ JSON
                  -c "CHECKPOINT"
       if [ "$case" = asleep ]; then
         psql "$db" -c "INSERT INTO bulkhead.sleepers (queue, node) VALUES ('default', 'bench')"
+        # A runner opens the wake-up gate once its mark has committed (migration 0027); an
+        # earlier build's schema has no gate.
+        gate=$(psql "$db" -At -c "SELECT to_regprocedure('bulkhead.fell_asleep()') IS NOT NULL")
+        [ "$gate" = t ] && psql "$db" -c "SELECT bulkhead.fell_asleep()" >/dev/null
       fi
       script=enqueue100.sql options=
       [ "$case" = plain ] && script=plain.sql
