@@ -1,5 +1,5 @@
 -- 0027_wake_gate, reversed: the wake-up trigger runs for every due job again (0014), and the
--- gate's sequences and functions are gone.
+-- gate's sequence and functions are gone.
 DROP TRIGGER jobs_wake_sleepers ON bulkhead.jobs;
 CREATE CONSTRAINT TRIGGER jobs_wake_sleepers AFTER INSERT ON bulkhead.jobs
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
@@ -23,5 +23,4 @@ $$;
 
 DROP FUNCTION bulkhead.wake_queue(text);
 DROP FUNCTION bulkhead.fell_asleep();
-DROP SEQUENCE bulkhead.sleeps_seen;
-DROP SEQUENCE bulkhead.sleeps_begun;
+DROP SEQUENCE bulkhead.wake_gate;

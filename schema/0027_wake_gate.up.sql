@@ -4,52 +4,62 @@
 -- Why. Since 0010 every due job an enqueue inserts queues a deferred trigger event, and every
 -- enqueuing commit runs bulkhead.wake_sleepers (a plpgsql call, a flag, a look at
 -- bulkhead.sleepers) even when no runner sleeps, which is the whole time the fleet is busy.
--- Measured on 2026-12-07 (a loop of committed enqueues in the server, 100 channels), that
--- trigger was about a fifth of an enqueue's time, and 16 or 32 clients committed 10 to 20 %
--- more enqueues a second with it disabled (ADR 0030).
+-- Measured on 2026-12-07 (load/wake_gate_cost.sh: loops of committed enqueues, 100 channels,
+-- the backend's CPU time), the trigger was about a fifth of an enqueue's CPU in the server
+-- (ADR 0030).
 --
--- Now the trigger's WHEN asks, without a query, whether a runner may be asleep: two unlogged
--- sequences are the gate.
---   * bulkhead.sleeps_begun: a runner that has written its mark calls bulkhead.fell_asleep(),
---     which draws from it, after its mark committed.
---   * bulkhead.sleeps_seen: the commit that leaves bulkhead.sleepers empty sets it to what it
---     read from sleeps_begun before it looked. Only a READ COMMITTED transaction sets it: one
---     with an older snapshot may not see a mark that has committed.
---   The gate is open while sleeps_begun is ahead. A mark whose draw the setting commit read
---   was visible to its look, since the mark committed before the draw; so a mark never hides
---   behind a closed gate, except after a commit that set the gate and then rolled back (its
---   taken marks return): the runner draws again at its next poll.
+-- Now the trigger's WHEN asks, without a query, whether a runner may be asleep: the unlogged
+-- sequence bulkhead.wake_gate is the gate, 1 open, 0 or NULL closed (pg_sequence_last_value()
+-- reads its page: no executor, no WAL, one lock that conflicts with no enqueue's).
+--   * A runner that has written its mark opens it through bulkhead.fell_asleep(), after the
+--     mark committed.
+--   * The commit that leaves bulkhead.sleepers empty closes it (bulkhead.wake_queue). Only a
+--     READ COMMITTED transaction does: one with an older snapshot may not see a mark that has
+--     committed.
+--   Opening and closing exclude each other through an advisory lock, held by each to the end
+--   of its transaction; a closer that cannot take it at once leaves the gate open, and an
+--   opener waits up to 50 ms for it (a closer holds it until its commit has been flushed) and
+--   then opens regardless. A closer looks at the marks after taking the lock, so it sees every
+--   mark whose opener took the lock before it; an opener after it opens again. So a gate never
+--   closes over a mark, except when the closing commit then rolls back (its taken marks come
+--   back): the runner opens the gate again at its next poll.
 --
 -- What the WHEN cannot see: it is evaluated when the row is inserted, not at COMMIT. A runner
 -- that falls asleep after an enqueue's INSERT and before its COMMIT is not notified by it.
--- fell_asleep() therefore returns the next transaction id, read after the draw, and the
--- transactions running: every transaction whose INSERT found the gate closed before the draw
--- has an id below it (an INSERT takes its id before its AFTER triggers are queued). The runner
+-- fell_asleep() therefore returns the next transaction id, read after the gate opened, and the
+-- transactions running: every transaction whose INSERT found the gate closed before that has an
+-- id below it (an INSERT takes its id before its AFTER triggers are queued). The runner
 -- claims again when one of those ends (SleepHorizon), and stops looking when all have.
 --
--- Unlogged: neither sequence writes WAL, and a crash or a failover resets both (to NULL, read
--- as 0: the gate closed), as it empties bulkhead.sleepers; the runners mark themselves again.
-CREATE UNLOGGED SEQUENCE bulkhead.sleeps_begun MINVALUE 0 START 1;
-CREATE UNLOGGED SEQUENCE bulkhead.sleeps_seen MINVALUE 0;
-COMMENT ON SEQUENCE bulkhead.sleeps_begun IS
-  'Drawn by a runner after its sleeping mark committed (bulkhead.fell_asleep). Ahead of '
-  'sleeps_seen: the wake-up trigger runs (migration 0027).';
-COMMENT ON SEQUENCE bulkhead.sleeps_seen IS
-  'Set by the commit that leaves bulkhead.sleepers empty to the sleeps_begun it read before '
-  'looking (migration 0027).';
+-- One sequence, not two: during the INSERT an enqueue holds 15 relation locks (channels,
+-- tenants, their keys, jobs, its range, the id sequence and the range's eight indexes), and
+-- PostgreSQL 15 keeps 16 per backend out of the shared lock table. A gate of two sequences,
+-- a counter each for openers and closers, needed no lock between them but sent every
+-- enqueue's seventeenth lock through the shared table.
+--
+-- Unlogged: no WAL, and a crash or a failover resets it (to NULL: closed), as it empties
+-- bulkhead.sleepers; the runners mark themselves and open it again.
+CREATE UNLOGGED SEQUENCE bulkhead.wake_gate MINVALUE 0 MAXVALUE 1 START 0;
+COMMENT ON SEQUENCE bulkhead.wake_gate IS
+  'The wake-up gate: 1 while a runner may be asleep, 0 or NULL after the commit that took the '
+  'last sleeping mark (migration 0027). Set with setval only.';
 -- The WHEN runs as whatever role inserts the job.
-GRANT SELECT ON SEQUENCE bulkhead.sleeps_begun, bulkhead.sleeps_seen TO PUBLIC;
+GRANT SELECT ON SEQUENCE bulkhead.wake_gate TO PUBLIC;
 
--- A runner's call after its mark committed: the draw, then what its SleepHorizon watches.
--- next_xid is read after the draw (age() reads the next id without taking one); the snapshot's
--- ids are 64-bit (xid8) as bigint, `running` sorted.
+-- A runner's call after its mark committed: the gate opened, then what its SleepHorizon
+-- watches. next_xid is read after the gate opened (age() reads the next id without taking
+-- one); the snapshot's ids are 64-bit (xid8) as bigint, `running` sorted.
 CREATE FUNCTION bulkhead.fell_asleep(OUT next_xid bigint, OUT xmin bigint, OUT xmax bigint,
                                      OUT running bigint[])
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   snap pg_snapshot;
 BEGIN
-  PERFORM nextval('bulkhead.sleeps_begun');
+  FOR try IN 1..50 LOOP
+    EXIT WHEN pg_try_advisory_xact_lock(hashtext('bulkhead.wake_gate'), 0);
+    PERFORM pg_sleep(0.001);
+  END LOOP;
+  PERFORM setval('bulkhead.wake_gate', 1);
   snap := pg_current_snapshot();
   xmin := pg_snapshot_xmin(snap)::text::bigint;
   xmax := pg_snapshot_xmax(snap)::text::bigint;
@@ -65,18 +75,21 @@ GRANT EXECUTE ON FUNCTION bulkhead.fell_asleep() TO PUBLIC;
 
 -- The trigger's work for one queue, as the schema's owner (setval needs it): takes the queue's
 -- marks and notifies (wake_sleeping, migration 0014), then closes the gate if no mark is left.
+-- Nested IFs, so the lock is taken before the look.
 CREATE FUNCTION bulkhead.wake_queue(queue text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
-DECLARE
-  begun constant bigint := pg_sequence_last_value('bulkhead.sleeps_begun');  -- before the look
 BEGIN
   IF EXISTS (SELECT 1 FROM bulkhead.sleepers s WHERE s.queue = queue) THEN
     PERFORM bulkhead.wake_sleeping(queue);
   END IF;
-  IF begun IS NOT NULL AND current_setting('transaction_isolation') = 'read committed'
-     AND NOT EXISTS (SELECT 1 FROM bulkhead.sleepers) THEN
-    PERFORM setval('bulkhead.sleeps_seen', begun);
+  IF current_setting('transaction_isolation') = 'read committed'
+     AND pg_sequence_last_value('bulkhead.wake_gate') > 0 THEN
+    IF pg_try_advisory_xact_lock(hashtext('bulkhead.wake_gate'), 0) THEN
+      IF NOT EXISTS (SELECT 1 FROM bulkhead.sleepers) THEN
+        PERFORM setval('bulkhead.wake_gate', 0);
+      END IF;
+    END IF;
   END IF;
 END
 $$;
@@ -85,6 +98,9 @@ COMMENT ON FUNCTION bulkhead.wake_queue(text) IS
   'no mark is left (migration 0027). Called by the enqueue trigger at COMMIT.';
 GRANT EXECUTE ON FUNCTION bulkhead.wake_queue(text) TO PUBLIC;
 
+-- As in 0014, with the gate's close. A queue without a mark while another queue has one (a
+-- quiet tier's runner asleep beside a busy tier, which holds the gate open) costs two unlocked
+-- looks, as 0014's one look did, and no call as the owner.
 CREATE OR REPLACE FUNCTION bulkhead.wake_sleepers() RETURNS trigger
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -92,7 +108,10 @@ DECLARE
 BEGIN
   IF current_setting(flag, true) IS DISTINCT FROM 'on' THEN
     PERFORM set_config(flag, 'on', true);
-    PERFORM bulkhead.wake_queue(NEW.queue);
+    IF EXISTS (SELECT 1 FROM bulkhead.sleepers s WHERE s.queue = NEW.queue)
+       OR NOT EXISTS (SELECT 1 FROM bulkhead.sleepers) THEN
+      PERFORM bulkhead.wake_queue(NEW.queue);
+    END IF;
   END IF;
   RETURN NULL;
 END
@@ -102,6 +121,5 @@ DROP TRIGGER jobs_wake_sleepers ON bulkhead.jobs;
 CREATE CONSTRAINT TRIGGER jobs_wake_sleepers AFTER INSERT ON bulkhead.jobs
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
   WHEN (NEW.state = 'available' AND NEW.scheduled_at <= now()
-        AND coalesce(pg_sequence_last_value('bulkhead.sleeps_begun'), 0)
-            > coalesce(pg_sequence_last_value('bulkhead.sleeps_seen'), 0))
+        AND pg_sequence_last_value('bulkhead.wake_gate') > 0)
   EXECUTE FUNCTION bulkhead.wake_sleepers();

@@ -101,11 +101,10 @@ class WakeTest : public DatabaseTest {
     return ClaimStore(*conn).FellAsleep();
   }
 
-  // Whether the wake-up gate is open: bulkhead.sleeps_begun ahead of sleeps_seen.
+  // Whether the wake-up gate is open (bulkhead.wake_gate at 1; NULL or 0 is closed).
   bool GateOpen() {
-    return QueryValue<bool>(db(),
-                            "SELECT coalesce(pg_sequence_last_value('bulkhead.sleeps_begun'), 0) > "
-                            "coalesce(pg_sequence_last_value('bulkhead.sleeps_seen'), 0)");
+    return QueryValue<bool>(
+        db(), "SELECT coalesce(pg_sequence_last_value('bulkhead.wake_gate'), 0) > 0");
   }
 
   void Enqueue(int64_t channel) {

@@ -479,8 +479,8 @@ DELETE FROM bulkhead.sleepers WHERE queue = $1 AND node = $2
 -- column xmin bigint
 -- column xmax bigint
 -- column running text: the running ids below xmax, space-separated
--- A statement of its own after MarkAsleep's commit: a mark drawn for in bulkhead.sleeps_begun
--- before it committed could be missed by the commit that closes the gate (migration 0027).
+-- A statement of its own after MarkAsleep's commit: a gate opened before the mark committed
+-- could be closed by a commit that did not see the mark (migration 0027).
 SELECT next_xid, xmin, xmax, array_to_string(running, ' ') AS running FROM bulkhead.fell_asleep()
 
 -- name: RunningTransactions
