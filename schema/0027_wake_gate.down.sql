@@ -23,4 +23,5 @@ $$;
 
 DROP FUNCTION bulkhead.wake_queue(text);
 DROP FUNCTION bulkhead.fell_asleep();
+DROP FUNCTION bulkhead.open_wake_gate();
 DROP SEQUENCE bulkhead.wake_gate;

@@ -8,10 +8,10 @@
 -- the backend's CPU time), the trigger was about a fifth of an enqueue's CPU in the server
 -- (ADR 0030).
 --
--- Now the trigger's WHEN asks, without a query, whether a runner may be asleep: the unlogged
--- sequence bulkhead.wake_gate is the gate, 1 open, 0 or NULL closed (pg_sequence_last_value()
--- reads its page: no executor, no WAL, one lock that conflicts with no enqueue's).
---   * A runner that has written its mark opens it through bulkhead.fell_asleep(), after the
+-- Now the trigger's WHEN asks, without a query, whether a runner may be asleep: the sequence
+-- bulkhead.wake_gate is the gate, 1 open, 0 or NULL closed (pg_sequence_last_value() reads its
+-- page: no executor, no WAL, one lock that conflicts with no enqueue's).
+--   * A runner that has written its mark opens it through bulkhead.open_wake_gate(), after the
 --     mark committed.
 --   * The commit that leaves bulkhead.sleepers empty closes it (bulkhead.wake_queue). Only a
 --     READ COMMITTED transaction does: one with an older snapshot may not see a mark that has
@@ -26,8 +26,8 @@
 --
 -- What the WHEN cannot see: it is evaluated when the row is inserted, not at COMMIT. A runner
 -- that falls asleep after an enqueue's INSERT and before its COMMIT is not notified by it.
--- fell_asleep() therefore returns the next transaction id, read after the gate opened, and the
--- transactions running: every transaction whose INSERT found the gate closed before that has an
+-- bulkhead.fell_asleep(), called next, returns the next transaction id, read after the gate
+-- opened, and the transactions running: every transaction whose INSERT found the gate closed before that has an
 -- id below it (an INSERT takes its id before its AFTER triggers are queued). The runner
 -- claims again when one of those ends (SleepHorizon), and stops looking when all have.
 --
@@ -37,30 +37,46 @@
 -- a counter each for openers and closers, needed no lock between them but sent every
 -- enqueue's seventeenth lock through the shared table.
 --
--- Unlogged: no WAL, and a crash or a failover resets it (to NULL: closed), as it empties
--- bulkhead.sleepers; the runners mark themselves and open it again.
-CREATE UNLOGGED SEQUENCE bulkhead.wake_gate MINVALUE 0 MAXVALUE 1 START 0;
+-- Logged, though a hint: PostgreSQL 15 leaves an unlogged sequence unreadable on a promoted
+-- standby ("bad magic number in sequence", found by the failover scenario), and the WHEN of
+-- every enqueue reads it. Its setval writes a little WAL once a sleep and once a close. After
+-- a crash or a failover it holds its last state beside an emptied bulkhead.sleepers: open, the
+-- first enqueue closes it; closed, the runners, marking themselves again, open it.
+CREATE SEQUENCE bulkhead.wake_gate MINVALUE 0 MAXVALUE 1 START 0;
 COMMENT ON SEQUENCE bulkhead.wake_gate IS
   'The wake-up gate: 1 while a runner may be asleep, 0 or NULL after the commit that took the '
   'last sleeping mark (migration 0027). Set with setval only.';
 -- The WHEN runs as whatever role inserts the job.
 GRANT SELECT ON SEQUENCE bulkhead.wake_gate TO PUBLIC;
 
--- A runner's call after its mark committed: the gate opened, then what its SleepHorizon
--- watches. next_xid is read after the gate opened (age() reads the next id without taking
--- one); the snapshot's ids are 64-bit (xid8) as bigint, `running` sorted.
-CREATE FUNCTION bulkhead.fell_asleep(OUT next_xid bigint, OUT xmin bigint, OUT xmax bigint,
-                                     OUT running bigint[])
+-- A runner's first call after its mark committed: opens the gate. Its own transaction, which
+-- setval gives a transaction id (the sequence is logged): its commit need not wait for a flush
+-- (a gate lost in a crash is opened again by the runner's next mark).
+CREATE FUNCTION bulkhead.open_wake_gate() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-  snap pg_snapshot;
 BEGIN
   FOR try IN 1..50 LOOP
     EXIT WHEN pg_try_advisory_xact_lock(hashtext('bulkhead.wake_gate'), 0);
     PERFORM pg_sleep(0.001);
   END LOOP;
   PERFORM setval('bulkhead.wake_gate', 1);
-  snap := pg_current_snapshot();
+  PERFORM set_config('synchronous_commit', 'off', true);
+END
+$$;
+COMMENT ON FUNCTION bulkhead.open_wake_gate() IS
+  'Opens the wake-up gate after a runner''s mark committed (migration 0027).';
+GRANT EXECUTE ON FUNCTION bulkhead.open_wake_gate() TO PUBLIC;
+
+-- Its second, in a transaction of its own after the first: what its SleepHorizon watches. A
+-- transaction without an id of its own, so age() reads the next id to be assigned (with one,
+-- age() would count from it, and an enqueue could have taken a later id before the gate
+-- opened). The snapshot's ids are 64-bit (xid8) as bigint, `running` sorted.
+CREATE FUNCTION bulkhead.fell_asleep(OUT next_xid bigint, OUT xmin bigint, OUT xmax bigint,
+                                     OUT running bigint[])
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  snap pg_snapshot := pg_current_snapshot();
+BEGIN
   xmin := pg_snapshot_xmin(snap)::text::bigint;
   xmax := pg_snapshot_xmax(snap)::text::bigint;
   running := ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(snap) x ORDER BY 1);
@@ -69,8 +85,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION bulkhead.fell_asleep() IS
-  'Opens the wake-up gate after a runner''s mark committed; returns the next transaction id '
-  'and the running ones, which the runner watches (migration 0027).';
+  'The next transaction id and the running ones, which a runner that has opened the wake-up '
+  'gate watches (migration 0027). Called in a transaction that has no id.';
 GRANT EXECUTE ON FUNCTION bulkhead.fell_asleep() TO PUBLIC;
 
 -- The trigger's work for one queue, as the schema's owner (setval needs it): takes the queue's

@@ -249,6 +249,8 @@ std::vector<int64_t> XidList(const std::string& text) {
 }  // namespace
 
 SleepStart ClaimStore::FellAsleep() {
+  Atomically(conn_, "open_wake_gate",
+             [&](pqxx::transaction_base& tx) { return sql::OpenWakeGate::RunOne(tx); });
   const sql::FellAsleep::Row row =
       Atomically(conn_, "fell_asleep",
                  [&](pqxx::transaction_base& tx) { return sql::FellAsleep::RunOne(tx); });

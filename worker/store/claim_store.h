@@ -66,9 +66,10 @@ class ClaimStore {
   // busy, so that they do not (bulkhead.sleepers, ADR 0019). Each is its own transaction.
   void MarkAsleep(const std::string& queue, const std::string& node);
   void MarkAwake(const std::string& queue, const std::string& node);
-  // Opens the wake-up gate, after MarkAsleep committed (bulkhead.fell_asleep(), migration 0027),
-  // and returns the next transaction id and those running; then, while the runner watches
-  // them (SleepHorizon), the transactions running now. Each its own transaction.
+  // Opens the wake-up gate, after MarkAsleep committed (bulkhead.open_wake_gate(), migration
+  // 0027), then returns the next transaction id and those running (bulkhead.fell_asleep());
+  // then, while the runner watches them (SleepHorizon), the transactions running now. Each
+  // statement its own transaction.
   SleepStart FellAsleep();
   RunningXids RunningTransactions();
 

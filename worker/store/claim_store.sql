@@ -472,15 +472,22 @@ SELECT $1::text, $2::text
 -- param $2 node text
 DELETE FROM bulkhead.sleepers WHERE queue = $1 AND node = $2
 
+-- name: OpenWakeGate
+-- Opens the wake-up gate once the runner's mark has committed (migration 0027).
+-- column open_wake_gate void
+-- A statement of its own after MarkAsleep's commit: a gate opened before the mark committed
+-- could be closed by a commit that did not see the mark.
+SELECT bulkhead.open_wake_gate()
+
 -- name: FellAsleep
--- Opens the wake-up gate once the runner's mark has committed, and returns what its SleepHorizon
--- watches: the next transaction id (read after the gate opened) and the transactions running.
+-- What the runner's SleepHorizon watches, once the gate is open: the next transaction id and
+-- the transactions running.
 -- column next_xid bigint
 -- column xmin bigint
 -- column xmax bigint
 -- column running text: the running ids below xmax, space-separated
--- A statement of its own after MarkAsleep's commit: a gate opened before the mark committed
--- could be closed by a commit that did not see the mark (migration 0027).
+-- A statement of its own after OpenWakeGate's commit, in a transaction with no id: the next
+-- id is then the next to be assigned, above every enqueue that found the gate closed.
 SELECT next_xid, xmin, xmax, array_to_string(running, ' ') AS running FROM bulkhead.fell_asleep()
 
 -- name: RunningTransactions
