@@ -22,7 +22,8 @@
 --   then opens regardless. A closer looks at the marks after taking the lock, so it sees every
 --   mark whose opener took the lock before it; an opener after it opens again. So a gate never
 --   closes over a mark, except when the closing commit then rolls back (its taken marks come
---   back): the runner opens the gate again at its next poll.
+--   back) or a closer stalls longer than an opener waits between its look and its setval: the
+--   runner opens the gate again at its next poll.
 --
 -- What the WHEN cannot see: it is evaluated when the row is inserted, not at COMMIT. A runner
 -- that falls asleep after an enqueue's INSERT and before its COMMIT is not notified by it.
