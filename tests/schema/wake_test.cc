@@ -103,8 +103,8 @@ class WakeTest : public DatabaseTest {
 
   // Whether the wake-up gate is open (bulkhead.wake_gate at 1; NULL or 0 is closed).
   bool GateOpen() {
-    return QueryValue<bool>(
-        db(), "SELECT coalesce(pg_sequence_last_value('bulkhead.wake_gate'), 0) > 0");
+    return QueryValue<bool>(db(),
+                            "SELECT coalesce(pg_sequence_last_value('bulkhead.wake_gate'), 0) > 0");
   }
 
   void Enqueue(int64_t channel) {
