@@ -137,8 +137,8 @@ JSON
         psql "$db" -c "INSERT INTO bulkhead.sleepers (queue, node) VALUES ('default', 'bench')"
         # A runner opens the wake-up gate once its mark has committed (migration 0027); an
         # earlier build's schema has no gate.
-        gate=$(psql "$db" -At -c "SELECT to_regprocedure('bulkhead.fell_asleep()') IS NOT NULL")
-        [ "$gate" = t ] && psql "$db" -c "SELECT bulkhead.fell_asleep()" >/dev/null
+        gate=$(psql "$db" -At -c "SELECT to_regprocedure('bulkhead.open_wake_gate()') IS NOT NULL")
+        [ "$gate" = t ] && psql "$db" -c "SELECT bulkhead.open_wake_gate()" >/dev/null
       fi
       script=enqueue100.sql options=
       [ "$case" = plain ] && script=plain.sql
