@@ -171,3 +171,40 @@ SELECT next.*
           LIMIT greatest(least(g.room, $12), 0)
             FOR UPDATE SKIP LOCKED) AS next
    LIMIT greatest($12 - (SELECT count(*) FROM picked), 0)
+
+-- fragment: claim_update
+-- The claim's write (Claim and ClaimFront, the CTE `claimed`): each row of the CTE `claiming` (id,
+-- ctid: the version the claim locked) marked executing for node $3 with attempt + 1, or parked
+-- when its channel does not flow (the fragment flowing); RETURNING what the request needs.
+UPDATE bulkhead.jobs AS j
+   SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
+       priority = CASE WHEN flow.ok THEN j.priority ELSE 3 END,
+       attempt = CASE WHEN flow.ok THEN j.attempt + 1 ELSE j.attempt END,
+       -- clock_timestamp(), not now(): the time the row is claimed, not the time the
+       -- statement began, which a wait for a lock can put seconds earlier, enough for the
+       -- stranded sweep (ReturnStranded) to take a claim that just committed for a lost one
+       -- (issue 31).
+       attempted_at = CASE WHEN flow.ok THEN clock_timestamp() ELSE j.attempted_at END,
+       attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
+  FROM claiming, bulkhead.channels AS ch,
+       LATERAL (SELECT {{flowing}}) AS flow(ok)
+ WHERE j.id = claiming.id AND j.ctid = claiming.ctid AND j.id >= $18 AND ch.id = j.channel_id
+RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
+          ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until,
+          ch.rate_limit_per_s
+
+-- fragment: claim_rows
+-- The claim's answer (Claim and ClaimFront): the rows of `claimed` in claim order, each with what
+-- the CTE `seen` saw; one row with NULL job columns when it took nothing.
+SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claimed.max_attempts,
+       claimed.payload, claimed.url, claimed.secret,
+       claimed.state = 'parked' AS parked,
+       -- The queue wait (bulkhead_queue_wait_seconds): from enqueue, or the retry's
+       -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
+       greatest(extract(epoch FROM now() - claimed.scheduled_at), 0)::float8 AS wait_s,
+       CASE WHEN claimed.state = 'executing' THEN {{old_secrets}} END AS old_secrets,
+       -- Read with every claim, so a changed limit reaches the runner's RateGate at once.
+       claimed.rate_limit_per_s,
+       seen.*
+  FROM seen LEFT JOIN claimed ON true
+ ORDER BY claimed.priority, claimed.scheduled_at, claimed.id

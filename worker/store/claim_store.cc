@@ -31,9 +31,11 @@ std::vector<std::string> OldSecrets(const std::optional<std::string>& old) {
   return secrets;
 }
 
-// A job of Claim (its job columns set: .value() throws on a NULL one, as reading it did). The
-// texts are moved out of the row: the payload is copied once, as when it was read by name.
-ClaimedJob ClaimedFromRow(sql::Claim::Row&& row) {
+// A job of Claim or ClaimFront (its job columns set: .value() throws on a NULL one, as reading
+// it did). The texts are moved out of the row: the payload is copied once, as when it was read
+// by name.
+template <typename ClaimRow>
+ClaimedJob ClaimedFromRow(ClaimRow&& row) {
   ClaimedJob job;
   job.id = row.id.value();
   job.channel_id = row.channel_id.value();
@@ -63,6 +65,42 @@ ClaimedJob ClaimedFromRow(sql::ClaimProbes::Row&& row) {
   job.old_secrets = OldSecrets(row.old_secrets);
   job.probe = true;
   return job;
+}
+
+// The jobs of a claim's rows, in order, without the parked ones (counted into `parked`), and
+// what the claim saw (ClaimStore::Claim's `held_back` and `windows`).
+template <typename ClaimRow>
+std::vector<ClaimedJob> Claimed(std::vector<ClaimRow> rows, int* parked, int* held_back,
+                                ClaimWindows* windows) {
+  std::vector<ClaimedJob> jobs;
+  jobs.reserve(rows.size());
+  int parked_here = 0;
+  for (ClaimRow& row : rows) {
+    if (!row.id) continue;  // the one row of a claim that took nothing
+    if (row.parked.value()) {
+      ++parked_here;
+      continue;
+    }
+    jobs.push_back(ClaimedFromRow(std::move(row)));
+  }
+  const bool took = !rows.empty() && rows[0].id;
+  if (parked) *parked = parked_here;
+  if (held_back) *held_back = took ? static_cast<int>(rows[0].held_back) : 0;
+  if (windows) {
+    *windows = ClaimWindows{};
+    windows->reported = took;
+    if (!rows.empty()) {
+      windows->kept = static_cast<int>(rows[0].windows_kept);
+      windows->heads = static_cast<int>(rows[0].heads);
+      windows->claim_floor = rows[0].claim_floor;
+    }
+    if (!rows.empty() && rows[0].last_channel) {
+      windows->stopped = true;
+      windows->last_channel = *rows[0].last_channel;
+      windows->last_priority = rows[0].last_priority.value();
+    }
+  }
+  return jobs;
 }
 
 }  // namespace
@@ -114,57 +152,36 @@ std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,
     PlanFromIndexes(conn_);
     generic_plans_ = true;
   }
-  std::vector<sql::Claim::Row> rows = Atomically(conn_, "claim", [&](pqxx::transaction_base& tx) {
-    return sql::Claim::Run(
-        tx, {.queue = queue,
-             .limit = limit,
-             .node = node,
-             .channels = channels,
-             .channel_counts = channel_counts,
-             .tenants = tenants,
-             .tenant_counts = tenant_counts,
-             .channel_cap = limits.channel_cap,
-             .tenant_cap = limits.tenant_cap,
-             .channel_windows =
-                 per_channel(limits.channel_windows, limits.channel_cap),  // none: no slow start
-             .first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap,
-             .lend = std::max(limits.lend, 0),
-             .lend_windows = per_channel(limits.lend_windows, 0),  // none: no lending
-             .look_ahead = std::max(limits.look_ahead, 0),
-             .heads_after_channel = limits.heads_after_channel,
-             .heads_after_priority = limits.heads_after_priority,
-             .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit),
-             .claim_floor = limits.claim_floor});
-  });
-  std::vector<ClaimedJob> jobs;
-  jobs.reserve(rows.size());
-  int parked_here = 0;
-  for (sql::Claim::Row& row : rows) {
-    if (!row.id) continue;  // the one row of a claim that took nothing
-    if (row.parked.value()) {
-      ++parked_here;
-      continue;
-    }
-    jobs.push_back(ClaimedFromRow(std::move(row)));
+  // Claim and ClaimFront take the same parameters and return the same columns (ADR 0031).
+  auto run = [&]<typename Statement>(const char* name) {
+    return Atomically(conn_, name, [&](pqxx::transaction_base& tx) {
+      return Statement::Run(
+          tx, {.queue = queue,
+               .limit = limit,
+               .node = node,
+               .channels = channels,
+               .channel_counts = channel_counts,
+               .tenants = tenants,
+               .tenant_counts = tenant_counts,
+               .channel_cap = limits.channel_cap,
+               .tenant_cap = limits.tenant_cap,
+               .channel_windows =
+                   per_channel(limits.channel_windows, limits.channel_cap),  // none: no slow start
+               .first_window = limits.first_window > 0 ? limits.first_window : limits.channel_cap,
+               .lend = std::max(limits.lend, 0),
+               .lend_windows = per_channel(limits.lend_windows, 0),  // none: no lending
+               .look_ahead = std::max(limits.look_ahead, 0),
+               .heads_after_channel = limits.heads_after_channel,
+               .heads_after_priority = limits.heads_after_priority,
+               .max_heads = limits.max_heads > 0 ? limits.max_heads : ClaimLimits::HeadsFor(limit),
+               .claim_floor = limits.claim_floor});
+    });
+  };
+  if (limits.front) {
+    return Claimed(run.template operator()<sql::ClaimFront>("claim_front"), parked, held_back,
+                   windows);
   }
-  const bool took = !rows.empty() && rows[0].id;
-  if (parked) *parked = parked_here;
-  if (held_back) *held_back = took ? static_cast<int>(rows[0].held_back) : 0;
-  if (windows) {
-    *windows = ClaimWindows{};
-    windows->reported = took;
-    if (!rows.empty()) {
-      windows->kept = static_cast<int>(rows[0].windows_kept);
-      windows->heads = static_cast<int>(rows[0].heads);
-      windows->claim_floor = rows[0].claim_floor;
-    }
-    if (!rows.empty() && rows[0].last_channel) {
-      windows->stopped = true;
-      windows->last_channel = *rows[0].last_channel;
-      windows->last_priority = rows[0].last_priority.value();
-    }
-  }
-  return jobs;
+  return Claimed(run.template operator()<sql::Claim>("claim"), parked, held_back, windows);
 }
 
 std::vector<ClaimedJob> ClaimStore::Claim(const std::string& queue, int limit,

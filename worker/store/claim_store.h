@@ -38,6 +38,8 @@ class ClaimStore {
   // or the limit (0 when it took nothing): what the claim spent beyond what it took, which the
   // caps tests hold down (the runner needs only what it took). `windows` (if given) gets what
   // the windows kept and how many heads the skip scan visited, for the next look-ahead.
+  // With `limits.front`, it runs the first window alone (ClaimFront, ADR 0031): it may then take
+  // fewer than the whole claim would, never others.
   std::vector<ClaimedJob> Claim(const std::string& queue, int limit, const std::string& node,
                                 const ClaimLimits& limits, int* parked = nullptr,
                                 int* held_back = nullptr, ClaimWindows* windows = nullptr);

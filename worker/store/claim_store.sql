@@ -237,22 +237,7 @@ WITH RECURSIVE flying AS (
   -- id beside it, which picks the row's range (claim_window).
   SELECT id, ctid FROM picked UNION ALL SELECT id, ctid FROM lent
 ), claimed AS (
-  UPDATE bulkhead.jobs AS j
-     SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
-         priority = CASE WHEN flow.ok THEN j.priority ELSE 3 END,
-         attempt = CASE WHEN flow.ok THEN j.attempt + 1 ELSE j.attempt END,
-         -- clock_timestamp(), not now(): the time the row is claimed, not the time the
-         -- statement began, which a wait for a lock can put seconds earlier, enough for the
-         -- stranded sweep (ReturnStranded) to take a claim that just committed for a lost one
-         -- (issue 31).
-         attempted_at = CASE WHEN flow.ok THEN clock_timestamp() ELSE j.attempted_at END,
-         attempted_by = CASE WHEN flow.ok THEN $3 ELSE j.attempted_by END
-    FROM claiming, bulkhead.channels AS ch,
-         LATERAL (SELECT {{flowing}}) AS flow(ok)
-   WHERE j.id = claiming.id AND j.ctid = claiming.ctid AND j.id >= $18 AND ch.id = j.channel_id
-  RETURNING j.id, j.channel_id, j.tenant_id, j.attempt, j.max_attempts, j.payload::text,
-            ch.url, ch.secret, j.priority, j.scheduled_at, j.state, ch.old_secrets_until,
-            ch.rate_limit_per_s
+  {{claim_update}}
 ), seen AS (
   SELECT
        -- Rows it locked that the caps (or the limit) left: there is more to claim than this
@@ -268,18 +253,94 @@ WITH RECURSIVE flying AS (
        -- 10^10, past jit_above_cost, and JIT compiled the claim (8 s a call on 17 ranges).
        (SELECT f.floor_id FROM bulkhead.claim_floor f WHERE f.one) AS claim_floor
 )
-SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claimed.max_attempts,
-       claimed.payload, claimed.url, claimed.secret,
-       claimed.state = 'parked' AS parked,
-       -- The queue wait (bulkhead_queue_wait_seconds): from enqueue, or the retry's
-       -- scheduled time, to this claim. scheduled_at is set at enqueue and by every retry.
-       greatest(extract(epoch FROM now() - claimed.scheduled_at), 0)::float8 AS wait_s,
-       CASE WHEN claimed.state = 'executing' THEN {{old_secrets}} END AS old_secrets,
-       -- Read with every claim, so a changed limit reaches the runner's RateGate at once.
-       claimed.rate_limit_per_s,
-       seen.*
-  FROM seen LEFT JOIN claimed ON true
- ORDER BY claimed.priority, claimed.scheduled_at, claimed.id
+{{claim_rows}}
+
+-- name: ClaimFront
+-- Claim's first window alone: up to $2 due priority-1 jobs of queue $1 within the caps.
+-- param $1 queue text
+-- param $2 limit integer: the runner's free slots
+-- param $3 node text
+-- param $4 channels bigint[]: the channels this node has in flight
+-- param $5 channel_counts integer[]: their jobs in flight, in the order of $4
+-- param $6 tenants bigint[]: the tenants this node has in flight
+-- param $7 tenant_counts integer[]: their jobs in flight, in the order of $6
+-- param $8 channel_cap integer: jobs one channel may have in flight on this node
+-- param $9 tenant_cap integer: jobs one tenant may have in flight on this node
+-- param $10 channel_windows integer[]: the window of each channel of $4 (slow start)
+-- param $11 first_window integer: the window of a channel not in flight here
+-- param $12 lend bigint: the lending budget (0: strict caps)
+-- param $13 lend_windows integer[]: the lend window of each channel of $4 (0: none)
+-- param $14 look_ahead integer: rows a window reads beyond the limit
+-- param $15 heads_after_channel bigint: the skip scan starts after ($15, $16)
+-- param $16 heads_after_priority smallint
+-- param $17 max_heads integer: heads the skip scan visits at most
+-- param $18 claim_floor bigint: no job below this id is read (the last claim's claim_floor)
+-- column id bigint?: NULL (and every job column) in the one row of a claim that took nothing
+-- column channel_id bigint?
+-- column tenant_id bigint?
+-- column attempt smallint?
+-- column max_attempts smallint?
+-- column payload text?
+-- column url text?
+-- column secret text?
+-- column parked boolean?: picked for a channel that does not flow, and parked
+-- column wait_s double precision?: the queue wait
+-- column old_secrets text?: space-separated; NULL for none
+-- column rate_limit_per_s double precision?: the channel's rate limit now (NULL: none)
+-- column held_back bigint: rows locked and left
+-- column windows_kept bigint: what the windows found within the caps
+-- column heads bigint: heads the skip scan visited
+-- column last_channel bigint?: where the skip scan stopped (NULL: it did not run)
+-- column last_priority smallint?
+-- column claim_floor bigint: bulkhead.claim_floor now, for the next claim's $18
+-- The claim a runner makes while a backlog fills its every claim (ADR 0031): the same window,
+-- caps, write and answer as Claim's, without the rest, which runs only when that window falls
+-- short. When it takes the whole limit, it takes exactly what Claim would have: then Claim's
+-- lower priorities do not run (each only when what came before fell short of $2), its skip
+-- scan does not either (only when the windows kept fewer than $2) and it lends nothing (its
+-- lending takes from the skip scan's heads). When it takes less, it has still taken what
+-- Claim's first window would have, and the runner claims again at once with Claim, which finds
+-- the rest.
+--
+-- Why. Claim's generic plan has 179 nodes, and every call starts and ends each of them, whether
+-- its step runs or not: 0.2 to 0.3 ms a call on a quiet queue (load/claim_sizes.sh). A fleet of
+-- small nodes makes many small claims (8 nodes of 25 workers took 12 rows a call where one node
+-- of 200 took 74), and each paid it. The parameters are Claim's, so that both run from one call
+-- site; those of the skip scan and the lending are declared in a CTE that nothing reads (so the
+-- planner drops it) and are ignored.
+WITH flying AS (
+  SELECT u.channel_id, u.n, u.win, u.lend
+    FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
+), unused AS (
+  SELECT $12::bigint AS lend, $15::bigint AS after_channel, $16::smallint AS after_priority,
+         $17::int AS max_heads
+), snap AS (
+  SELECT pg_current_snapshot() AS snapshot,
+         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
+), tenant_flying AS (
+  SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
+), windows AS (
+  {{claim_window(1, true)}}
+), windows_kept AS (
+  {{within_caps(windows)}}
+), picked AS (
+  SELECT k.id, k.channel_id, k.ctid
+    FROM windows_kept AS k
+   ORDER BY k.priority, k.scheduled_at, k.id
+   LIMIT $2
+), claiming AS (
+  SELECT id, ctid FROM picked
+), claimed AS (
+  {{claim_update}}
+), seen AS (
+  SELECT (SELECT count(*) FROM windows) - (SELECT count(*) FROM picked) AS held_back,
+         (SELECT count(*) FROM windows_kept) AS windows_kept,
+         0::bigint AS heads,
+         NULL::bigint AS last_channel,
+         NULL::smallint AS last_priority,
+         (SELECT f.floor_id FROM bulkhead.claim_floor f WHERE f.one) AS claim_floor
+)
+{{claim_rows}}
 
 -- name: ClaimProbes
 -- open → half_open for up to $2 cooled-down channels of queue $1; node $3 claims each probe.

@@ -274,12 +274,14 @@ void QueueRunner::Run() {
       // - it was a wake-up's claim, which lent nothing it could have lent: the claim after it
       //   lends. (A wake-up's claim takes the news; a borrower's lent jobs, tens of rows to
       //   lock and write, wait one claim more, where a 50/s tenant's job waited for them.)
+      // - it ran the front alone and fell short: the whole claim finds what the front does not
+      //   read (lower priorities, the skip scan's heads, lending; ADR 0031).
       // A claim that took nothing found nothing the caps let through.
       const bool below_caps = std::any_of(claimed.begin(), claimed.end(), [&](const auto& c) {
         return !caps_.Holds(c.first, c.second);
       });
       more = taken == free || (taken > 0 && (ended_ != ended_before || below_caps)) ||
-             lending_withheld;
+             lending_withheld || std::exchange(front_fell_short_, false);
       continue;
     }
     if (free > 0 && sleep_.NeedsMark()) {

@@ -181,6 +181,8 @@ class QueueRunner {
   // that ran when it fell asleep ended: SleepMark). How many depends on what else runs on the
   // database, so a test that counts claims leaves these out.
   uint64_t horizon_claims() const { return horizon_claims_.load(); }
+  // Of those claims, the ones that ran the front alone (ClaimFront, ADR 0031).
+  uint64_t front_claims() const { return front_claims_.load(); }
   uint64_t claimed() const { return claimed_.load(); }
   // Probes sent, and jobs the claim found behind a breaker and parked, since start.
   uint64_t probes() const { return probes_.load(); }
@@ -253,6 +255,7 @@ class QueueRunner {
 
   std::atomic<uint64_t> claims_{0};
   std::atomic<uint64_t> horizon_claims_{0};
+  std::atomic<uint64_t> front_claims_{0};
   std::atomic<uint64_t> claimed_{0};
   std::atomic<uint64_t> probes_{0};
   std::atomic<uint64_t> parked_at_claim_{0};
@@ -279,6 +282,12 @@ class QueueRunner {
   // The claim floor the last claim returned, which the next one passes (runner thread only;
   // ADR 0027). 0 until the first claim: it reads from the lowest id.
   int64_t claim_floor_ = 0;
+  // Whether the next claim runs the front alone: the last one took its whole limit without
+  // the skip scan (runner thread only; ADR 0031). And whether the last one ran it and fell
+  // short, so that the runner claims again at once, with the whole claim, for what the front
+  // does not read.
+  bool front_next_ = false;
+  bool front_fell_short_ = false;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).
   EndpointAnswers answers_;

@@ -60,6 +60,7 @@ int StopNode(int sig, const NodeOptions& options, NodeParts& parts, NodeStatusPa
   for (auto& [name, runner] : parts.runners) {
     handed_back += runner->HandBackInFlight();
     claims[name] = {{"claims", runner->claims()},
+                    {"front_claims", runner->front_claims()},
                     {"jobs", runner->claimed()},
                     {"probes", runner->probes()},
                     {"parked_at_claim", runner->parked_at_claim()}};
