@@ -28,8 +28,8 @@ struct StatementCost {
 
 // Creates the extension if need be and forgets every statement's figures, cluster-wide.
 void ResetStatementCosts(pqxx::connection& conn);
-// The claim's (ClaimStore's Claim) and the result write's (CompletionStore's) figures since the
-// last reset, every node's together.
+// The claim's (ClaimStore's Claim and ClaimFront together) and the result write's
+// (CompletionStore's) figures since the last reset, every node's together.
 StatementCost ClaimCost(pqxx::connection& conn);
 StatementCost ResultWriteCost(pqxx::connection& conn);
 // One line, "  <name>: N calls, R rows a call, B buffers a row (…), M ms a call, W WAL bytes a
