@@ -17,6 +17,21 @@ CASE WHEN claimed.old_secrets_until > now() THEN
      FROM bulkhead.channel_secrets s
     WHERE s.channel_id = claimed.channel_id AND s.expires_at > now()) END
 
+-- fragment: claim_inputs
+-- The claim's first CTEs (Claim and ClaimFront): what this node has in flight per channel
+-- (flying: $4, $5, with each channel's window $10 and lend window $13) and per tenant
+-- (tenant_flying: $6, $7), and the statement's snapshot with the first transaction id it does
+-- not see (snap, for the fragment untouched).
+flying AS (
+  SELECT u.channel_id, u.n, u.win, u.lend
+    FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
+), snap AS (
+  SELECT pg_current_snapshot() AS snapshot,
+         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
+), tenant_flying AS (
+  SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
+)
+
 -- fragment: claim_window(priority, gate)
 -- One of the claim's three windows (see Claim): the due available jobs of queue $1 at
 -- `priority`, read only when `gate` holds, in order from jobs_claim, at most $2 + $14 of them

@@ -140,17 +140,7 @@
 --   delivery each cost every claim 60,000 descents (issue 34). Heads past the bound are visited
 --   by the next claims in turn. When there are fewer heads than the bound, every claim visits
 --   them all, and the spread's choice does not depend on where the scan started.
-WITH RECURSIVE flying AS (
-  SELECT u.channel_id, u.n, u.win, u.lend
-    FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
-), snap AS (
-  -- The statement's snapshot, and the first transaction id it does not see (the fragment
-  -- untouched).
-  SELECT pg_current_snapshot() AS snapshot,
-         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
-), tenant_flying AS (
-  SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
-), fresh AS (
+WITH RECURSIVE {{claim_inputs}}, fresh AS (
   {{claim_window(1, true)}}
 ), demoted AS (
   {{claim_window(2, (SELECT count(*) FROM fresh) < $2)}}
@@ -308,17 +298,9 @@ WITH RECURSIVE flying AS (
 -- of 200 took 74), and each paid it. The parameters are Claim's, so that both run from one call
 -- site; those of the skip scan and the lending are declared in a CTE that nothing reads (so the
 -- planner drops it) and are ignored.
-WITH flying AS (
-  SELECT u.channel_id, u.n, u.win, u.lend
-    FROM unnest($4::bigint[], $5::int[], $10::int[], $13::int[]) AS u(channel_id, n, win, lend)
-), unused AS (
+WITH {{claim_inputs}}, unused AS (
   SELECT $12::bigint AS lend, $15::bigint AS after_channel, $16::smallint AS after_priority,
          $17::int AS max_heads
-), snap AS (
-  SELECT pg_current_snapshot() AS snapshot,
-         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
-), tenant_flying AS (
-  SELECT u.tenant_id, u.n FROM unnest($6::bigint[], $7::int[]) AS u(tenant_id, n)
 ), windows AS (
   {{claim_window(1, true)}}
 ), windows_kept AS (
