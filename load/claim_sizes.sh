@@ -97,6 +97,7 @@ echo "claim_sizes (load $load before, $(load_average) after; $rounds rounds; 200
 for st in "${statements[@]}"; do
   echo "  $st:"
   : >.run/claim_sizes.medians
+  : >".run/claim_sizes.$st"  # this run's medians only, for the ratio below
   for l in "${limits[@]}"; do
     times=$(awk -v st="$st" -v l="$l" '$1 == st && $2 == l { print $3 }' .run/claim_sizes.times)
     rows=$(awk -v st="$st" -v l="$l" '$1 == st && $2 == l { print $4 }' .run/claim_sizes.times |
@@ -118,4 +119,4 @@ if [ ${#statements[@]} -eq 2 ]; then
   join ".run/claim_sizes.${statements[0]}" ".run/claim_sizes.${statements[1]}" |
     awk '{ printf "    limit %4s: %.2f\n", $1, ($2 > 0 ? $3 / $2 : 0) }'
 fi
-rm -f .run/claim_sizes.claim .run/claim_sizes.claim_front
+for st in "${statements[@]}"; do rm -f ".run/claim_sizes.$st"; done
