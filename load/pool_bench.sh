@@ -17,6 +17,10 @@
 #   POOL_BENCH_NODE_BIN=/x/bulkhead …  # the nodes run that binary (another build's)
 #   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls,
 #                             # times planned, rows a call, planning and execution ms a call
+#   POOL_BENCH_EXPLAIN=0.1 …   # also logs that share of the nodes' statements with their plans
+#                             # (auto_explain, EXPLAIN ANALYZE's timing) and prints, per drain, the
+#                             # claims' mean time in each step (load/claim_trace.awk) to stderr;
+#                             # the timing slows the drains: read its figures apart
 #   POOL_BENCH_SHAPE=production load/pool_bench.sh   # production's shape: the burst lands beside
 #                             # POOL_BENCH_FINISHED (1,000,000) finished deliveries of the last
 #                             # week (vacuumed, analyzed, the claim floor raised past them as a
@@ -48,6 +52,8 @@ finished=$(knob POOL_BENCH_FINISHED 1000000 count0)
 shape=${POOL_BENCH_SHAPE:-lab}
 case $shape in lab|production) ;; *) usage_error "POOL_BENCH_SHAPE must be lab or production, not '$shape'" ;; esac
 warm=$(knob POOL_BENCH_WARM 0 count0)
+explain=${POOL_BENCH_EXPLAIN:-0}
+[[ "$explain" =~ ^(0|0?\.[0-9]+|1)$ ]] || usage_error "POOL_BENCH_EXPLAIN must be a share from 0 to 1, not '$explain'"
 [ "$warm" = 0 ] || [ "$shape" = production ] || usage_error "POOL_BENCH_WARM=1 needs POOL_BENCH_SHAPE=production"
 [ -x /usr/sbin/pgbouncer ] || usage_error "needs /usr/sbin/pgbouncer (./setup.sh installs it)"
 
@@ -186,6 +192,16 @@ SQL
 JSON
   done
   psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+  # POOL_BENCH_EXPLAIN: every new session of the drain's database loads auto_explain, which
+  # logs that share of its statements with their plans; the log's new lines are read after.
+  local log_from=0
+  if [ "$explain" != 0 ]; then
+    psql "$conn" >/dev/null -c "ALTER DATABASE pool_bench SET session_preload_libraries = 'auto_explain'" \
+      -c "ALTER DATABASE pool_bench SET auto_explain.log_min_duration = 0" \
+      -c "ALTER DATABASE pool_bench SET auto_explain.log_analyze = on" \
+      -c "ALTER DATABASE pool_bench SET auto_explain.sample_rate = $explain"
+    log_from=$(stat -c %s "$run/server.log")
+  fi
   start_nodes() {
     node_pids=()
     for ((n = 1; n <= nodes; n++)); do
@@ -265,6 +281,10 @@ SQL
   tripped=$(cat "$work"/node-"$mode"-*.log | grep -c '"breaker_opened"' || true)
   for pid in "${node_pids[@]}"; do stop_pid "$pid" "a node"; done
   node_pids=()
+  if [ "$explain" != 0 ]; then
+    echo "  $mode: the claims' steps (auto_explain of a share $explain of the statements)" >&2
+    tail -c +$((log_from + 1)) "$run/server.log" | awk -f load/claim_trace.awk >&2
+  fi
   if [ "$done_count" -lt "$jobs_here" ]; then
     tail -n 20 "$work/node-$mode-1.log" "$work/pgbouncer.log" >&2
     echo "$load_script: the $mode drain stopped at $done_count of $jobs_here" >&2

@@ -1,0 +1,76 @@
+# claim_trace.awk — where a claim's time goes, step by step, from auto_explain's plans in a
+# PostgreSQL server log (load/pool_bench.sh, POOL_BENCH_EXPLAIN). Reads the log's lines of one
+# drain; for each claim statement (Claim, ClaimFront) prints how many plans were logged, their
+# mean duration, and for each of its CTEs the mean time spent in the CTE's top node (EXPLAIN
+# ANALYZE's "actual time" total: its own and its children's, and a CTE it reads if it is the
+# first to read it, since a CTE is computed once, by whichever reads it first) and the mean rows
+# it returned. `claimed` (the update) reads everything before it, so its time is about the
+# statement's; a step's own part is its figure less those of the CTEs it is first to read.
+#
+# The log's lines: "... LOG:  duration: 5.41 ms  plan:", then "\tQuery Text: <statement>",
+# then the plan, each line after the first starting with a tab. A CTE's plan starts with a line
+# "\t  CTE <name>" and its top node on the next line carries "actual time=<first>..<last>
+# rows=<rows> loops=<loops>". Times are wall-clock: on a loaded machine they include the time
+# a backend waited for a CPU.
+#
+# POSIX awk (Debian's mawk): index() and substr(), no capture groups.
+
+function flush() {
+  if (kind == "") return
+  plans[kind]++
+  ms[kind] += duration
+  kind = ""
+}
+
+# the number after the literal `key` in `line` (key ends with its "=" or ": ")
+function after(line, key,    i) {
+  i = index(line, key)
+  return i ? substr(line, i + length(key)) + 0 : 0
+}
+
+# a plan node's actual figures: "actual time=<first>..<last> rows=<rows> loops=<loops>"
+function actual(line) {
+  return substr(line, index(line, "actual time="))
+}
+
+/ duration: [0-9.]+ ms  plan:/ {
+  flush()
+  duration = after($0, "duration: ")
+  pending_kind = 1
+  next
+}
+
+pending_kind && /Query Text:/ {
+  pending_kind = 0
+  if ($0 ~ /Query Text: (WITH RECURSIVE flying|PREPARE bulkhead_claim_[0-9a-f]+\()/) kind = "Claim"
+  else if ($0 ~ /Query Text: (WITH flying|PREPARE bulkhead_claim_front_)/) kind = "ClaimFront"
+  next
+}
+
+kind != "" && /^\t *CTE [a-z_]+$/ {
+  cte = $NF
+  next
+}
+
+kind != "" && cte != "" && /actual time=/ {
+  key = kind SUBSEP cte
+  if (!(key in seen)) { seen[key] = 1; order[kind, ++ctes[kind]] = cte }
+  end_ms[key] += after(actual($0), "..")
+  rows[key] += after(actual($0), " rows=")
+  cte = ""
+  next
+}
+
+END {
+  flush()
+  for (k = 1; k <= 2; k++) {
+    s = (k == 1) ? "ClaimFront" : "Claim"
+    if (!(s in plans)) continue
+    printf "  %s: %d plans logged, %.2f ms each (mean); ms in each CTE (mean) and its rows:\n",
+           s, plans[s], ms[s] / plans[s]
+    for (i = 1; i <= ctes[s]; i++) {
+      key = s SUBSEP order[s, i]
+      printf "    %-14s %8.3f ms %8.1f rows\n", order[s, i], end_ms[key] / plans[s], rows[key] / plans[s]
+    }
+  }
+}
