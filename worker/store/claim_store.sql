@@ -191,8 +191,8 @@ WITH RECURSIVE {{claim_inputs}}, fresh AS (
                          row_number() OVER (PARTITION BY g.tenant_id, g.priority
                                             ORDER BY g.scheduled_at, g.channel_id) AS turn
                     -- Joined, not looked up per head: a sub-select per head scans flying
-                    -- once for each, and with 200 channels in flight and 380 heads that was
-                    -- a third of a whole claim's time in production's shape (ADR 0031).
+                    -- once for each. With about 200 channels in flight and 130 heads that was
+                    -- 4.4 ms of a 10.2 ms whole claim in production's shape (ADR 0031).
                     FROM heads g
                     LEFT JOIN flying f ON f.channel_id = g.channel_id
                     LEFT JOIN tenant_flying t ON t.tenant_id = g.tenant_id
