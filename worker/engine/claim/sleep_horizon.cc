@@ -25,11 +25,10 @@ void SleepHorizon::Start(const SleepStart& start, Clock::time_point now) {
 }
 
 bool SleepHorizon::Look(const RunningXids& now_running, Clock::time_point now) {
-  bool ended = false;
   // Listed before: still running while the new snapshot lists it (its xmax is never lower).
   const auto gone = std::remove_if(listed_.begin(), listed_.end(),
                                    [&](int64_t xid) { return !Listed(now_running, xid); });
-  ended = gone != listed_.end();
+  bool ended = gone != listed_.end();
   listed_.erase(gone, listed_.end());
   // Unlisted before: those the new xmax has passed are listed now, or have ended.
   const int64_t passed = std::min(unlisted_to_, std::max(unlisted_from_, now_running.xmax));
@@ -38,8 +37,9 @@ bool SleepHorizon::Look(const RunningXids& now_running, Clock::time_point now) {
         std::lower_bound(now_running.running.begin(), now_running.running.end(), unlisted_from_);
     const auto last = std::lower_bound(first, now_running.running.end(), passed);
     ended = ended || last - first < passed - unlisted_from_;
+    // Every listed id is below unlisted_from_ and these are not: appended, listed_ stays
+    // ascending.
     listed_.insert(listed_.end(), first, last);
-    std::sort(listed_.begin(), listed_.end());
     unlisted_from_ = passed;
   }
   interval_ = std::min(interval_ * 2, std::chrono::milliseconds(kLongestInterval));
