@@ -164,7 +164,7 @@ SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
 -- LOCKED does not skip: the NOT EXISTS keeps them from being taken twice.
 SELECT next.*
     FROM (SELECT h.channel_id, h.priority,
-                 coalesce(f.lend - f.n, 0) - coalesce(p.n, 0) AS room,
+                 coalesce(f.lend - f.n, 0) - coalesce(picked_here.n, 0) AS room,
                  row_number() OVER (PARTITION BY h.tenant_id, h.priority
                                     ORDER BY h.scheduled_at, h.channel_id) AS turn,
                  h.scheduled_at
@@ -172,8 +172,8 @@ SELECT next.*
             -- (the spread in Claim: the same).
             FROM heads h
             LEFT JOIN flying f ON f.channel_id = h.channel_id
-            LEFT JOIN (SELECT p.channel_id, count(*) AS n FROM picked p GROUP BY p.channel_id) p
-              ON p.channel_id = h.channel_id
+            LEFT JOIN (SELECT p.channel_id, count(*) AS n FROM picked p GROUP BY p.channel_id)
+                   AS picked_here ON picked_here.channel_id = h.channel_id
            WHERE $12 > (SELECT count(*) FROM picked)
              AND h.queue = $1 AND h.scheduled_at <= now()
            ORDER BY h.priority, turn, h.scheduled_at, h.channel_id
