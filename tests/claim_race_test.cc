@@ -2,6 +2,9 @@
 // that another node took after the claim's snapshot was taken (claim_fragments.sql, the fragment
 // untouched), so the other node's result write for that row never waits for it.
 //
+// Nor does a claim's window spend its look-ahead on rows another claim holds: it reads past
+// them, as the lock step would leave them anyway.
+//
 // A READ COMMITTED claim cannot be stopped between its snapshot and its locks, so the tests
 // take the snapshot in a REPEATABLE READ transaction, let another node claim, and then run the
 // claim statement in that transaction. There a lock on a row changed since the snapshot is an
@@ -95,6 +98,34 @@ TEST_F(ClaimRaceTest, RowsThatEndedClaimsLockedAndLeftAreClaimedAsBefore) {
   pqxx::transaction<pqxx::isolation_level::repeatable_read> claim(*other, "claim_after");
   EXPECT_EQ(ClaimIn(claim, "node-b", 6), (std::vector<int64_t>{ids[2], ids[3], ids[4], ids[5]}));
   claim.commit();
+}
+
+TEST_F(ClaimRaceTest, AWindowReadsPastRowsAnotherClaimHoldsWithoutSpendingItsLookAhead) {
+  // Another node's claim holds the first 20 rows (locked, not yet committed). A front of 5 at
+  // the short look-ahead reads 5 + 10 rows: had the held rows counted, it would have read only
+  // them and taken nothing; it takes the 5 after them.
+  int64_t channel = testing::CreateChannel(db(), testing::CreateTenant(db(), "t"));
+  std::vector<int64_t> ids = EnqueueMany(channel, 30);
+  auto other = Connect();
+  pqxx::work holder(*other, "holder");
+  holder.exec("SELECT id FROM bulkhead.jobs WHERE id <= " + std::to_string(ids[19]) +
+              " FOR UPDATE");
+
+  ClaimStore store(db());
+  ClaimLimits limits;
+  limits.look_ahead = ClaimLimits::kShortLookAhead;
+  for (bool front : {true, false}) {
+    SCOPED_TRACE(front ? "the front" : "the whole claim");
+    limits.front = front;
+    std::vector<ClaimedJob> taken = store.Claim("default", 5, front ? "node-a" : "node-b", limits);
+    std::vector<int64_t> got;
+    for (const auto& job : taken) got.push_back(job.id);
+    std::sort(got.begin(), got.end());
+    const size_t first = front ? 20 : 25;
+    EXPECT_EQ(got, std::vector<int64_t>(ids.begin() + first, ids.begin() + first + 5));
+  }
+  holder.commit();
+  EXPECT_EQ(Count("state = 'executing'"), 10);
 }
 
 }  // namespace

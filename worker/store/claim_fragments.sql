@@ -61,6 +61,13 @@ flying AS (
 -- on one table costs nothing (the TID scan stays, `id` a filter). Every statement that reaches
 -- a row by its ctid does the same (tests/schema/jobs_in_ranges.sql runs the tests on ranges).
 --
+-- The window's scan applies the same test (untouched) to the version it reads, before its LIMIT
+-- counts it: a row another node's claim holds, or claimed since this statement's snapshot, is
+-- one the lock step would leave anyway. At 8 nodes a front read 128 rows a claim to lock 14: 83
+-- left by the caps and 31 by the lock step (auto_explain of 345 fronts, production's shape,
+-- 2026-12-07, load/claim_trace.awk). Counted, such rows used up the look-ahead, and each cost a
+-- TID scan. The lock step keeps its own test, which decides: the row may be taken in between.
+--
 -- Every read of jobs here and in the fragments below starts at the claim floor $18 (ADR 0027):
 -- no job below it can be claimed, and on ranges the generic plan leaves the ranges below it
 -- out when it starts. On one table it is a filter on the index's own `id`.
@@ -68,7 +75,7 @@ SELECT d.*
     FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
              AND k.scheduled_at <= now() AND k.id >= $18
-             AND {{gate}}
+             AND {{gate}} AND {{untouched(k)}}
            ORDER BY k.scheduled_at, k.id
            LIMIT $2 + $14::int) AS w
    CROSS JOIN LATERAL (
