@@ -13,6 +13,14 @@
 # rows=<rows> loops=<loops>". Times are wall-clock: on a loaded machine they include the time
 # a backend waited for a CPU.
 #
+# Then what the windows read (issue 30, goal 4: rows skipped by concurrent claims), per claim:
+# the rows their scans of jobs_claim returned and those the scans themselves left out (the
+# fragment untouched, in the scan since 2026-12-07: rows another claim holds or took since the
+# snapshot), those the caps left out after them ("Subquery Scan on w"), those the lock step left
+# (another claim's, or locked since: what the scans passed less what the windows locked), and the
+# rows the windows locked (the front's CTE windows; Claim's fresh, demoted and unparked). A node's "Rows Removed
+# by Filter" is a mean a loop, rounded: these nodes run once a claim, so their figures are exact.
+#
 # POSIX awk (Debian's mawk): index() and substr(), no capture groups.
 
 function flush() {
@@ -20,6 +28,7 @@ function flush() {
   plans[kind]++
   ms[kind] += duration
   kind = ""
+  node = ""
 }
 
 # the number after the literal `key` in `line` (key ends with its "=" or ": ")
@@ -52,11 +61,29 @@ kind != "" && /^\t *CTE [a-z_]+$/ {
   next
 }
 
+# The windows' nodes: the scans of jobs_claim (one a range, its index named after its columns),
+# the caps' filter above them, and the rows each window locked.
+kind != "" && /actual time=/ {
+  loops = after(actual($0), " loops=")
+  node = ""
+  if ($0 ~ /Index Scan using [a-z0-9_]*_queue_priority_scheduled_at_id_idx/) node = "scan"
+  else if ($0 ~ /Subquery Scan on w(_[0-9]+)? /) node = "w"
+  if (node != "") read[kind, node] += after(actual($0), " rows=") * loops
+}
+
+kind != "" && node != "" && /Rows Removed by Filter:/ {
+  left[kind, node] += after($0, "Filter: ") * loops
+  next
+}
+
 kind != "" && cte != "" && /actual time=/ {
   key = kind SUBSEP cte
   if (!(key in seen)) { seen[key] = 1; order[kind, ++ctes[kind]] = cte }
   end_ms[key] += after(actual($0), "..")
   rows[key] += after(actual($0), " rows=")
+  # Claim's windows are its three (fresh, demoted, unparked) together; the front has one.
+  if ((kind == "Claim" && cte ~ /^(fresh|demoted|unparked)$/) ||
+      (kind == "ClaimFront" && cte == "windows")) locked[kind] += after(actual($0), " rows=")
   cte = ""
   next
 }
@@ -72,5 +99,9 @@ END {
       key = s SUBSEP order[s, i]
       printf "    %-14s %8.3f ms %8.1f rows\n", order[s, i], end_ms[key] / plans[s], rows[key] / plans[s]
     }
+    n = plans[s]
+    printf "    windows, rows a claim: scanned %.1f, left in the scan %.1f, by the caps %.1f, at the lock %.1f, locked %.1f\n",
+           (read[s, "scan"] + left[s, "scan"]) / n, left[s, "scan"] / n, left[s, "w"] / n,
+           (read[s, "w"] - locked[s]) / n, locked[s] / n
   }
 }

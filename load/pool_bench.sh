@@ -143,6 +143,7 @@ hz=$(getconf CLK_TCK)
 # drain MODE: one drain of a fresh burst; prints "rate cpu_ms_per_delivery max_backends".
 drain() {
   local mode=$1 db pool start end ticks0 ticks1 done_count=0 max_backends=0 backends
+  local lock_waiting lwlock_waiting waits samples=0 lock_samples=0 lwlocks=0 wait_kinds=""
   # FORCE: PgBouncer keeps its server connections to the last drain's database open.
   if [ "$shape" = production ]; then
     psql "$conn" -c "SET client_min_messages = warning" \
@@ -239,12 +240,23 @@ JSON
     start_nodes
   fi
   local last=-1 still=0
-  # Bounded: gives up after 30 s without a delivery.
+  # Bounded: gives up after 30 s without a delivery. Each look also samples the drain's backends
+  # waiting (issue 30, goal 4): for a lock (a row's, a transaction's: Lock), and for one of the
+  # server's lightweight locks (a buffer's content, the WAL's insertion: LWLock).
   while [ "$still" -lt 300 ]; do
-    read -r done_count backends < <(psql "$db" -At -F' ' -c \
+    read -r done_count backends lock_waiting lwlock_waiting waits < <(psql "$db" -At -F' ' -c \
       "SELECT (SELECT count(*) FROM bulkhead.jobs WHERE state = 'completed' AND id > $first_id),
-              (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')")
+              (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'),
+              count(*) FILTER (WHERE a.wait_event_type = 'Lock'),
+              count(*) FILTER (WHERE a.wait_event_type = 'LWLock'),
+              coalesce(string_agg(DISTINCT a.wait_event_type || ':' || a.wait_event, ','), '-')
+         FROM pg_stat_activity a
+        WHERE a.datname = 'pool_bench' AND a.wait_event_type IN ('Lock', 'LWLock')")
     [ "$backends" -gt "$max_backends" ] && max_backends=$backends
+    samples=$((samples + 1))
+    [ "$lock_waiting" -gt 0 ] && lock_samples=$((lock_samples + 1))
+    lwlocks=$((lwlocks + lwlock_waiting))
+    [ "$waits" != - ] && wait_kinds="$wait_kinds,$waits"
     [ "$done_count" -ge "$jobs_here" ] && break
     if [ "$done_count" -eq "$last" ]; then still=$((still + 1)); else still=0; last=$done_count; fi
     sleep 0.1
@@ -275,6 +287,11 @@ UNION ALL
   ORDER BY total_plan_time + total_exec_time DESC LIMIT 8)
 SQL
   fi
+  wait_kinds=$(tr ',' '\n' <<<"$wait_kinds" | sed '/^$/d' | sort | uniq -c | sort -rn |
+    awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1 }')
+  echo "  $mode: lock waits: $lock_samples of $samples samples had a backend waiting for a lock;" \
+    "$(awk -v l="$lwlocks" -v s="$samples" 'BEGIN { printf "%.2f", l / (s > 0 ? s : 1) }')" \
+    "backends a sample waiting for a lightweight lock (samples seeing each: ${wait_kinds:-none})" >&2
   # What stretches a drain past its pace: deliveries that needed a second attempt (the first
   # retry waits 5 s) and breakers that opened (a cooldown of 30 s; the nodes log each opening).
   retried=$(psql "$db" -At -c "SELECT count(*) FROM bulkhead.jobs WHERE id > $first_id AND attempt > 1")
