@@ -103,6 +103,7 @@
 #include "completion_writer.h"
 #include "config.h"
 #include "endpoint_answers.h"
+#include "front_choice.h"
 #include "http_sender.h"
 #include "lease.h"
 #include "logger.h"
@@ -282,11 +283,10 @@ class QueueRunner {
   // The claim floor the last claim returned, which the next one passes (runner thread only;
   // ADR 0027). 0 until the first claim: it reads from the lowest id.
   int64_t claim_floor_ = 0;
-  // Whether the next claim runs the front alone: the last one took its whole limit without
-  // the skip scan (runner thread only; ADR 0031). And whether the last one ran it and fell
-  // short, so that the runner claims again at once, with the whole claim, for what the front
-  // does not read.
-  bool front_next_ = false;
+  // Whether the next claim runs the front alone (runner thread only; see front_choice.h). And
+  // whether the last one ran it and fell short, so that the runner claims again at once, with
+  // the whole claim, for what the front does not read.
+  FrontChoice front_;
   bool front_fell_short_ = false;
   // The 410 and Retry-After side effects: queued from the I/O thread, applied on the runner
   // thread with store_ (safe for concurrent use; see endpoint_answers.h).

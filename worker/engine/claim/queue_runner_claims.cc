@@ -31,15 +31,15 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
         rate_.TookAhead(store_.TakeTokens(ahead), std::chrono::steady_clock::now());
       }
       rate_.Narrow(limits, std::chrono::steady_clock::now());
-      const bool could_lend = limits.lend > 0;
+      const int lend_budget = limits.lend;
+      const bool could_lend = lend_budget > 0;
       if (!lend) limits.lend = 0;
       limits.look_ahead = look_ahead_.next();
       heads_.Apply(limits);
       limits.claim_floor = claim_floor_;
-      // While a backlog fills every claim, the front alone takes what the whole claim would
-      // (ADR 0031) at a third less a call; the first one that falls short sends the runner
-      // back to the whole claim.
-      limits.front = front_next_;
+      // While a backlog fills most of every claim, the front alone takes what the whole claim's
+      // first window would (ADR 0031) at a third less a call (FrontChoice).
+      limits.front = front_.next();
       ClaimWindows windows;
       const auto started = std::chrono::steady_clock::now();
       std::vector<ClaimedJob> jobs = store_.Claim(options_.tier.name, limit, options_.node, limits,
@@ -67,10 +67,7 @@ std::vector<ClaimedJob> QueueRunner::ClaimOrBackOff(int limit, bool lend, int* t
       }
       *taken = static_cast<int>(jobs.size()) + parked;
       if (limits.front) ++front_claims_;
-      front_fell_short_ = limits.front && *taken < limit;
-      // The front again only after a claim that its first window filled: one whose skip scan
-      // ran (the caps held part of the window back) would have left the front short.
-      front_next_ = *taken == limit && windows.heads == 0;
+      front_fell_short_ = front_.Saw(limits.front, limit, *taken, lend_budget, windows);
       // The service's backoff, seeded once: seeding one from std::random_device on every claim
       // was 1 % of the node's CPU at 8,000 deliveries a second (perf).
       service_.Succeeded();
