@@ -10,6 +10,13 @@ namespace {
 
 ClaimWindows Windows(int kept, int heads) { return {true, kept, heads}; }
 
+// A runner whose last claim, a whole one of `limit`, its windows filled: its next is a front.
+FrontChoice AfterAFullClaim(int limit) {
+  FrontChoice choice;
+  choice.Saw(false, limit, limit, 0, Windows(limit, 0));
+  return choice;
+}
+
 TEST(FrontChoiceTest, TheFirstClaimIsWhole) { EXPECT_FALSE(FrontChoice().next()); }
 
 TEST(FrontChoiceTest, AWholeClaimThatItsWindowsFilledIsFollowedByTheFront) {
@@ -21,8 +28,7 @@ TEST(FrontChoiceTest, AWholeClaimThatItsWindowsFilledIsFollowedByTheFront) {
 // A front that the caps trimmed a row or two off (8 nodes of 25 workers) is enough: the next
 // claim is a front again, and the runner does not claim again at once for the rest.
 TEST(FrontChoiceTest, AFrontThatTookHalfItsLimitAndTheLendingBudgetIsFollowedByAFront) {
-  FrontChoice choice;
-  choice.Saw(false, 13, 13, 0, Windows(13, 0));
+  FrontChoice choice = AfterAFullClaim(13);
   ASSERT_TRUE(choice.next());
   EXPECT_FALSE(choice.Saw(true, 13, 11, 10, Windows(11, 0)));
   EXPECT_TRUE(choice.next());
@@ -31,11 +37,10 @@ TEST(FrontChoiceTest, AFrontThatTookHalfItsLimitAndTheLendingBudgetIsFollowedByA
 }
 
 TEST(FrontChoiceTest, AFrontShortOfHalfItsLimitSendsTheRunnerToTheWholeClaimAtOnce) {
-  FrontChoice choice;
-  choice.Saw(false, 13, 13, 0, Windows(13, 0));
+  FrontChoice choice = AfterAFullClaim(13);
   EXPECT_TRUE(choice.Saw(true, 13, 6, 0, Windows(6, 0)));
   EXPECT_FALSE(choice.next());
-  choice.Saw(false, 13, 13, 0, Windows(13, 0));
+  choice = AfterAFullClaim(13);
   EXPECT_TRUE(choice.Saw(true, 13, 0, 0, Windows(0, 0)));  // took nothing
   EXPECT_FALSE(choice.next());
 }
@@ -43,8 +48,7 @@ TEST(FrontChoiceTest, AFrontShortOfHalfItsLimitSendsTheRunnerToTheWholeClaimAtOn
 // The whole claim lends what its picks leave of the lending budget; a front cannot. A lone
 // tenant at its cap of 10 with 18 slots free and a budget of 16: the front's 10 are not enough.
 TEST(FrontChoiceTest, AFrontShortOfTheLendingBudgetSendsTheRunnerToTheWholeClaimAtOnce) {
-  FrontChoice choice;
-  choice.Saw(false, 18, 18, 0, Windows(18, 0));
+  FrontChoice choice = AfterAFullClaim(18);
   EXPECT_TRUE(choice.Saw(true, 18, 10, 16, Windows(10, 0)));
   EXPECT_FALSE(choice.next());
 }

@@ -290,8 +290,8 @@ WITH RECURSIVE {{claim_inputs}}, fresh AS (
 -- lower priorities do not run (each only when what came before fell short of $2), its skip
 -- scan does not either (only when the windows kept fewer than $2) and it lends nothing (its
 -- lending takes from the skip scan's heads). When it takes less, it has still taken what
--- Claim's first window would have, and the runner claims again at once with Claim, which finds
--- the rest.
+-- Claim's first window would have; below half the limit or the lending budget the runner
+-- claims again at once with Claim, which finds the rest (FrontChoice, front_choice.h).
 --
 -- Why. Claim's generic plan has 179 nodes, and every call starts and ends each of them, whether
 -- its step runs or not: 0.2 to 0.3 ms a call on a quiet queue (load/claim_sizes.sh). A fleet of

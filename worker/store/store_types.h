@@ -95,8 +95,8 @@ struct ClaimLimits {
   // the floor its last claim returned; 0 reads from the lowest id.
   int64_t claim_floor = 0;
   // The front alone (ClaimFront, ADR 0031): the first window, without the lower priorities,
-  // the skip scan and the lending, for a runner whose last claim took its whole limit. It may
-  // take less than Claim would; when it takes the whole limit it takes what Claim would have.
+  // the skip scan and the lending, for a runner whose last claim took enough (FrontChoice). It
+  // may take less than Claim would; when it takes the whole limit it takes what Claim would have.
   bool front = false;
   // The skip scan's bound for a claim of `limit`: twice the limit, at least 64.
   static int HeadsFor(int limit) { return limit * 2 > 64 ? limit * 2 : 64; }
