@@ -16,10 +16,12 @@
 # Then what the windows read (issue 30, goal 4: rows skipped by concurrent claims), per claim:
 # the rows their scans of jobs_claim returned and those the scans themselves left out (the
 # fragment untouched, in the scan since 2026-12-07: rows another claim holds or took since the
-# snapshot), those the caps left out after them ("Subquery Scan on w"), those the lock step left
-# (another claim's, or locked since: what the scans passed less what the windows locked), and the
-# rows the windows locked (the front's CTE windows; Claim's fresh, demoted and unparked). A node's "Rows Removed
-# by Filter" is a mean a loop, rounded: these nodes run once a claim, so their figures are exact.
+# snapshot), those the caps left out after them ("Subquery Scan on w"), those the lock step
+# left (another claim's, or locked since: what the scans passed less what the windows locked),
+# and the rows the windows locked (the front's CTE windows; Claim's fresh, demoted and
+# unparked). A node's "Rows Removed by Filter" is a mean a loop, rounded: these nodes run once
+# a claim, so their figures are exact. The scans are found by their index's name on a range
+# (..._queue_priority_scheduled_at_id_idx): on one table, jobs_claim, they are not counted.
 #
 # POSIX awk (Debian's mawk): index() and substr(), no capture groups.
 
@@ -100,7 +102,8 @@ END {
       printf "    %-14s %8.3f ms %8.1f rows\n", order[s, i], end_ms[key] / plans[s], rows[key] / plans[s]
     }
     n = plans[s]
-    printf "    windows, rows a claim: scanned %.1f, left in the scan %.1f, by the caps %.1f, at the lock %.1f, locked %.1f\n",
+    printf "    windows, rows a claim: scanned %.1f, left in the scan %.1f, by the caps %.1f, " \
+           "at the lock %.1f, locked %.1f\n",
            (read[s, "scan"] + left[s, "scan"]) / n, left[s, "scan"] / n, left[s, "w"] / n,
            (read[s, "w"] - locked[s]) / n, locked[s] / n
   }
