@@ -5,8 +5,11 @@
 // The front takes what the whole claim's first window would take, at a third less a call. It
 // is enough when it took at least half its limit and at least the lending budget: the whole
 // claim lends only what its picks leave of that budget, which a front cannot, so below it the
-// whole claim runs at once as before. Above it, what the front left (rows the caps trimmed off
-// its window, rows behind it only the skip scan finds) the next claim takes when a slot frees.
+// whole claim runs at once as before. Above it, the runner claims what the front left at the
+// claim-again rule's other occasions (QueueRunner::Run): at once when jobs ended during the
+// claim or a channel it took is still below its caps, else at the end of a job of a channel
+// or tenant at its cap, an enqueue's wake-up or the poll. Claiming again at once after every
+// short front instead (a front again when it took enough) was measured and cost more.
 // Requiring the whole limit made nearly every other claim a whole one at 8 nodes of 25 workers,
 // where the caps trim a row or two off most fronts (ADR 0031, "Enough, not all").
 //
