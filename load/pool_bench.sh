@@ -15,6 +15,8 @@
 #                             # its commit: a fleet in service, without the nodes' start-up (their
 #                             # connections, statements and first plans) in the cost a delivery
 #   POOL_BENCH_NODE_BIN=/x/bulkhead …  # the nodes run that binary (another build's)
+#   POOL_BENCH_NODE_SETTINGS='"completion_flush_ms": 20' …  # more keys of the nodes' config
+#                             # (docs/configuration.md), written into each node's JSON as given
 #   POOL_BENCH_STATEMENTS=1 …  # also prints each drain's costliest statements to stderr: calls,
 #                             # times planned, rows a call, planning and execution ms a call
 #   POOL_BENCH_EXPLAIN=0.1 …   # also logs that share of the nodes' statements with their plans
@@ -61,6 +63,7 @@ load_setup
 # POOL_BENCH_NODE_BIN: the `bulkhead` the nodes run (another build's, to hold two side by side
 # on the same schema); the migrations are always this build's.
 node_bin=${POOL_BENCH_NODE_BIN:-build/bin/bulkhead}
+node_settings=${POOL_BENCH_NODE_SETTINGS:+, $POOL_BENCH_NODE_SETTINGS}
 [ -x "$node_bin" ] || usage_error "POOL_BENCH_NODE_BIN: '$node_bin' is not an executable"
 # shellcheck source=load/statement.sh
 source load/statement.sh  # raise_claim_floor
@@ -189,7 +192,7 @@ SQL
   for ((n = 1; n <= nodes; n++)); do
     cat >"$work/node-$n.json" <<JSON
 {"database": "$db", "node": "pool-bench-$n", "tiers_dir": "$tiers_dir",
- "metrics_listen": "127.0.0.1:$((bouncer_port + n))", "allowed_networks": ["127.0.0.0/8"]$pool}
+ "metrics_listen": "127.0.0.1:$((bouncer_port + n))", "allowed_networks": ["127.0.0.0/8"]$pool$node_settings}
 JSON
   done
   psql "$db" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
