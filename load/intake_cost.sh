@@ -75,32 +75,6 @@ CREATE TABLE bulkhead.intake_probe (
   payload jsonb NOT NULL,
   idempotency_key text,
   ordering_key text);
-CREATE FUNCTION public.intake_probe_enqueue(channel_id bigint, payload jsonb) RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp SET enable_seqscan = off AS $$
-DECLARE
-  kind text := jsonb_typeof(intake_probe_enqueue.payload);
-  enabled boolean;
-  id bigint;
-BEGIN
-  IF kind IS NULL OR kind NOT IN ('object', 'array') THEN
-    RAISE EXCEPTION 'payload must be a JSON object or array' USING ERRCODE = '22023';
-  END IF;
-  IF octet_length(intake_probe_enqueue.payload::text) > 262144 THEN
-    RAISE EXCEPTION 'payload over the limit' USING ERRCODE = '54000';
-  END IF;
-  SELECT ch.enabled INTO enabled FROM bulkhead.channels ch
-   WHERE ch.id = intake_probe_enqueue.channel_id;
-  IF enabled IS NOT true THEN
-    RAISE EXCEPTION 'no enabled channel %', intake_probe_enqueue.channel_id
-      USING ERRCODE = '23503';
-  END IF;
-  INSERT INTO bulkhead.intake_probe AS i (channel_id, payload)
-  VALUES (intake_probe_enqueue.channel_id, intake_probe_enqueue.payload)
-  RETURNING i.id INTO id;
-  RETURN id;
-END
-$$;
 CREATE TABLE bulkhead.intake_claimable (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   queue text NOT NULL,
@@ -116,35 +90,55 @@ CREATE INDEX intake_claimable_claim
 \if :claimable_bare
 ALTER TABLE bulkhead.intake_claimable DROP CONSTRAINT intake_claimable_pkey;
 \endif
-CREATE FUNCTION public.intake_claimable_enqueue(channel_id bigint, payload jsonb) RETURNS bigint
+SQL
+# The two intake enqueues: a plpgsql function, SECURITY DEFINER with a pinned search_path as
+# bulkhead.enqueue is, that checks the payload as enqueue does, looks its channel up (the
+# record c: enabled, and what the INSERT routes by) and inserts. $1 the function's name, $2 the
+# lookup (… INTO c), $3 the INSERT (… RETURNING i.id INTO id).
+intake_function() {
+  cat <<SQL
+CREATE FUNCTION public.$1(channel_id bigint, payload jsonb) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp SET enable_seqscan = off AS $$
+SET search_path = pg_catalog, pg_temp SET enable_seqscan = off AS \$fn\$
 DECLARE
-  kind text := jsonb_typeof(intake_claimable_enqueue.payload);
+  kind text := jsonb_typeof($1.payload);
   c record;
   id bigint;
 BEGIN
   IF kind IS NULL OR kind NOT IN ('object', 'array') THEN
     RAISE EXCEPTION 'payload must be a JSON object or array' USING ERRCODE = '22023';
   END IF;
-  IF octet_length(intake_claimable_enqueue.payload::text) > 262144 THEN
+  IF octet_length($1.payload::text) > 262144 THEN
     RAISE EXCEPTION 'payload over the limit' USING ERRCODE = '54000';
   END IF;
-  SELECT ch.enabled, t.id AS tenant_id, t.tier INTO c
-    FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
-   WHERE ch.id = intake_claimable_enqueue.channel_id;
-  IF c.enabled IS NOT true THEN
-    RAISE EXCEPTION 'no enabled channel %', intake_claimable_enqueue.channel_id
-      USING ERRCODE = '23503';
+  $2;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no channel %', $1.channel_id USING ERRCODE = '23503';
   END IF;
-  INSERT INTO bulkhead.intake_claimable AS i (queue, tenant_id, channel_id, payload)
-  VALUES (c.tier, c.tenant_id, intake_claimable_enqueue.channel_id,
-          intake_claimable_enqueue.payload)
-  RETURNING i.id INTO id;
+  IF NOT c.enabled THEN
+    RAISE EXCEPTION 'channel % is disabled', $1.channel_id USING ERRCODE = '55000';
+  END IF;
+  $3;
   RETURN id;
 END
-$$;
+\$fn\$;
 SQL
+}
+psql "$db" -q -v ON_ERROR_STOP=1 \
+  -c "$(intake_function intake_probe_enqueue \
+        "SELECT ch.enabled INTO c FROM bulkhead.channels ch
+          WHERE ch.id = intake_probe_enqueue.channel_id" \
+        "INSERT INTO bulkhead.intake_probe AS i (channel_id, payload)
+         VALUES (intake_probe_enqueue.channel_id, intake_probe_enqueue.payload)
+         RETURNING i.id INTO id")" \
+  -c "$(intake_function intake_claimable_enqueue \
+        "SELECT ch.enabled, t.id AS tenant_id, t.tier INTO c
+           FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+          WHERE ch.id = intake_claimable_enqueue.channel_id" \
+        "INSERT INTO bulkhead.intake_claimable AS i (queue, tenant_id, channel_id, payload)
+         VALUES (c.tier, c.tenant_id, intake_claimable_enqueue.channel_id,
+                 intake_claimable_enqueue.payload)
+         RETURNING i.id INTO id")"
 
 payload='{"type": "message.created", "conversation": 7, "text": "hello"}'
 cases=(plain intake function claimable enqueue)
