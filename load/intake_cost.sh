@@ -39,6 +39,9 @@
 #               the results likewise;
 #   claim_fifo  intake_probe's rows, in id order, moved into jobs as executing, routed as they
 #               go: a claim that moves from the narrow intake; then the results likewise.
+# INTAKE_COST_TIERS=2 puts every other tenant on the shipped tier `bulk`; the claims then
+# take each tier's rows in turn, a batch each, as two tiers' runners would, and the narrow
+# intake's claim (claim_fifo) reads past the other tier's rows, which it cannot skip by index.
 # Then the four designs side by side over a delivery's life up to its result (the prune drops
 # a range whole, a few bytes a delivery): enqueue, claim and result; function, move, claim and
 # result; claimable, claim_move and result; function, claim_fifo and result. Prints each round
@@ -51,6 +54,9 @@ seconds=$(knob INTAKE_COST_SECONDS 5 count)
 move_rows=$(knob INTAKE_COST_MOVE_ROWS 20000 count)
 move_batch=$(knob INTAKE_COST_MOVE_BATCH 500 count)
 claimable_key=$(knob INTAKE_COST_CLAIMABLE_KEY 1 count0)
+tiers=$(knob INTAKE_COST_TIERS 1 count)
+case $tiers in 1) tier_list="'default'" ;; 2) tier_list="'default', 'bulk'" ;;
+  *) usage_error "INTAKE_COST_TIERS must be 1 or 2, not '$tiers'" ;; esac
 
 load_setup
 pg_start .run/bench-pg-durable 1
@@ -63,8 +69,10 @@ psql "$db" -q -c "SELECT bulkhead.add_job_range(last_value + 1, last_value + 100
                     FROM bulkhead.jobs_id_seq" >/dev/null
 claimable_bare=false
 [ "$claimable_key" = 0 ] && claimable_bare=true
-psql "$db" -q -v ON_ERROR_STOP=1 -v claimable_bare="$claimable_bare" <<'SQL'
-INSERT INTO bulkhead.tenants (name) SELECT 't' || g FROM generate_series(1, 100) g;
+psql "$db" -q -v ON_ERROR_STOP=1 -v claimable_bare="$claimable_bare" -v tiers="$tiers" <<'SQL'
+INSERT INTO bulkhead.tenants (name, tier)
+  SELECT 't' || g, CASE WHEN :tiers = 2 AND g % 2 = 0 THEN 'bulk' ELSE 'default' END
+    FROM generate_series(1, 100) g;
 INSERT INTO bulkhead.channels (tenant_id, url)
   SELECT id, 'http://127.0.0.1:9/' FROM bulkhead.tenants ORDER BY id;
 ANALYZE bulkhead.tenants, bulkhead.channels;
@@ -224,7 +232,7 @@ SQL
        SET state = 'executing', attempt = j.attempt + 1, attempted_at = clock_timestamp(),
            attempted_by = 'probe'
      WHERE j.id IN (SELECT k.id FROM bulkhead.jobs k
-                     WHERE k.queue = 'default' AND k.state = 'available' AND k.priority = 1
+                     WHERE k.queue = want_tier AND k.state = 'available' AND k.priority = 1
                      ORDER BY k.scheduled_at, k.id LIMIT $move_batch)
 SQL
     ;;
@@ -232,7 +240,7 @@ SQL
     WITH batch AS (
       DELETE FROM bulkhead.intake_claimable i
        WHERE i.ctid = ANY(ARRAY(SELECT p.ctid FROM bulkhead.intake_claimable p
-                                 WHERE p.queue = 'default' AND p.priority = 1
+                                 WHERE p.queue = want_tier AND p.priority = 1
                                  ORDER BY p.scheduled_at, p.id LIMIT $move_batch))
       RETURNING i.*)
     INSERT INTO bulkhead.jobs AS j
@@ -244,10 +252,17 @@ SQL
 SQL
     ;;
     claim_fifo) cat <<SQL
+    -- Walk the intake in id order and stop at the batch, as a claim's window does (left to
+    -- itself, the planner sorts every intake row, each routed, for each batch).
+    PERFORM set_config('enable_sort', 'off', true);
     WITH batch AS (
       DELETE FROM bulkhead.intake_probe i
-       WHERE i.ctid = ANY(ARRAY(SELECT p.ctid FROM bulkhead.intake_probe p
-                                 ORDER BY p.id LIMIT $move_batch))
+       WHERE i.ctid = ANY(ARRAY(
+               SELECT p.ctid FROM bulkhead.intake_probe p
+                WHERE (SELECT t.tier FROM bulkhead.channels ch
+                         JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+                        WHERE ch.id = p.channel_id) = want_tier
+                ORDER BY p.id LIMIT $move_batch))
       RETURNING i.channel_id, i.payload, i.ordering_key)
     INSERT INTO bulkhead.jobs AS j
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload, ordering_key,
@@ -287,11 +302,22 @@ DECLARE
   started timestamptz := clock_timestamp();
   n bigint;
   done bigint := 0;
+  tiers text[] := ARRAY[$tier_list];
+  turn integer := 0;
+  idle integer := 0;  -- batches in a row that took nothing: every tier's rows are taken
+  want_tier text;     -- the tier whose turn it is (the claims' queue)
 BEGIN
   LOOP
+    want_tier := tiers[1 + turn % cardinality(tiers)];
+    turn := turn + 1;
 $(batch_sql "$step");
     GET DIAGNOSTICS n = ROW_COUNT;
-    EXIT WHEN n = 0;
+    IF n = 0 THEN
+      idle := idle + 1;
+      EXIT WHEN idle >= cardinality(tiers);
+    ELSE
+      idle := 0;
+    END IF;
     done := done + n;
     COMMIT;
   END LOOP;
