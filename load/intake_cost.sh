@@ -253,25 +253,26 @@ SQL
     ;;
     claim_fifo) cat <<SQL
     -- Walk the intake in id order and stop at the batch, as a claim's window does (left to
-    -- itself, the planner sorts every intake row, each routed, for each batch).
+    -- itself, the planner sorts every intake row, each routed, for each batch). Each row is
+    -- routed once, as it is walked (pick), and the insert takes the route from there.
     PERFORM set_config('enable_sort', 'off', true);
-    WITH batch AS (
+    WITH pick AS (
+      SELECT p.ctid AS row_ctid, t.id AS tenant_id, t.tier
+        FROM bulkhead.intake_probe p
+        JOIN bulkhead.channels ch ON ch.id = p.channel_id
+        JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+       WHERE t.tier = want_tier
+       ORDER BY p.id LIMIT $move_batch),
+    batch AS (
       DELETE FROM bulkhead.intake_probe i
-       WHERE i.ctid = ANY(ARRAY(
-               SELECT p.ctid FROM bulkhead.intake_probe p
-                WHERE (SELECT t.tier FROM bulkhead.channels ch
-                         JOIN bulkhead.tenants t ON t.id = ch.tenant_id
-                        WHERE ch.id = p.channel_id) = want_tier
-                ORDER BY p.id LIMIT $move_batch))
-      RETURNING i.channel_id, i.payload, i.ordering_key)
+       WHERE i.ctid = ANY(ARRAY(SELECT row_ctid FROM pick))
+      RETURNING i.ctid AS row_ctid, i.channel_id, i.payload, i.ordering_key)
     INSERT INTO bulkhead.jobs AS j
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload, ordering_key,
             attempt, attempted_at, attempted_by)
-    SELECT t.tier, t.id, b.channel_id, 'executing', 1, now(), b.payload, b.ordering_key, 1,
-           clock_timestamp(), 'probe'
-      FROM batch b
-      JOIN bulkhead.channels ch ON ch.id = b.channel_id
-      JOIN bulkhead.tenants t ON t.id = ch.tenant_id
+    SELECT pick.tier, pick.tenant_id, b.channel_id, 'executing', 1, now(), b.payload,
+           b.ordering_key, 1, clock_timestamp(), 'probe'
+      FROM batch b JOIN pick USING (row_ctid)
 SQL
     ;;
     result) cat <<SQL
