@@ -82,7 +82,7 @@ SELECT count(bulkhead.enqueue_many(ARRAY(SELECT 2 + i % 1000 FROM generate_serie
 SQL
   esac
   psql "$(db "$1")" -c "UPDATE bulkhead.jobs SET scheduled_at = now() - interval '1 hour' + id * interval '1 microsecond'" \
-    -c "VACUUM ANALYZE bulkhead.jobs" >/dev/null
+    -c "VACUUM ANALYZE bulkhead.job_rows" >/dev/null
 }
 args() {
   # queue, limit, node, channels in flight and counts, tenants in flight and counts, channel

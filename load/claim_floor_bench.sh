@@ -61,7 +61,7 @@ SELECT 'default', c.tenant_id, c.id, 'completed', jsonb_build_object('n', g), 1,
   JOIN bulkhead.channels c ON c.id = 1 + g % $channels
  CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (1 - g::float8 / $history)) AS f(at);
 SQL
-  psql "$db" -c "VACUUM ANALYZE bulkhead.jobs"
+  psql "$db" -c "VACUUM ANALYZE bulkhead.job_rows"
   raise_claim_floor "$db" "$history"
   psql "$db" -c "SELECT count(bulkhead.enqueue(1 + g % $channels, '{}'::jsonb))
                    FROM generate_series(1, $burst) g" >/dev/null

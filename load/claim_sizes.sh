@@ -57,7 +57,7 @@ SELECT count(bulkhead.enqueue_many(ARRAY(SELECT 1 + i % 200 FROM generate_series
          ARRAY(SELECT '{"type": "invoice.paid", "text": "about a hundred bytes of payload"}'::jsonb
                  FROM generate_series(1, 10000)))) \g /dev/null
 UPDATE bulkhead.jobs SET scheduled_at = now() - interval '1 hour' + id * interval '1 microsecond';
-VACUUM ANALYZE bulkhead.jobs;
+VACUUM ANALYZE bulkhead.job_rows;
 SQL
 
 # The skip scan bounded as the runner bounds it (twice the limit, at least 64), the long

@@ -202,7 +202,7 @@ SQL
   recent=$((finished / 20))
   finished_rows 0 $((finished - recent))
   t=$(date +%s.%N)
-  psql "$db" -c "VACUUM bulkhead.jobs"
+  psql "$db" -c "VACUUM bulkhead.job_rows"
   echo "  VACUUM in $(elapsed "$t") s"
   finished_rows $((finished - recent)) "$finished"
   t=$(date +%s.%N)
@@ -232,7 +232,7 @@ SELECT 'default', p.tenant_id, p.channel_id, 'available', 1,
 SQL
   echo "  parked and available rows in $(elapsed "$t") s"
   t=$(date +%s.%N)
-  psql "$db" -c "VACUUM ANALYZE bulkhead.jobs" -c "VACUUM ANALYZE bulkhead.channels" \
+  psql "$db" -c "VACUUM ANALYZE bulkhead.job_rows" -c "VACUUM ANALYZE bulkhead.channels" \
     -c "VACUUM ANALYZE bulkhead.tenants" -c "CHECKPOINT" \
     -c "COMMENT ON DATABASE console_bench IS '$sizes'"
   echo "  VACUUM ANALYZE and CHECKPOINT in $(elapsed "$t") s"
@@ -244,9 +244,9 @@ psql "$db" -P footer=off -c "SELECT state, count(*) AS jobs FROM bulkhead.jobs G
   -c "SELECT (SELECT count(*) FROM bulkhead.tenants) AS tenants,
              (SELECT count(*) FROM bulkhead.channels) AS channels,
              (SELECT count(*) FROM bulkhead.channels WHERE breaker_state <> 'closed') AS open_breakers,
-             pg_size_pretty((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+             pg_size_pretty((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('bulkhead.job_rows')
                               WHERE isleaf)) AS jobs_table,
-             pg_size_pretty((SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+             pg_size_pretty((SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('bulkhead.job_rows')
                               WHERE isleaf)) AS jobs_indexes"
 
 # What the requests ask about.
@@ -449,7 +449,7 @@ summary_rows=()
 drain() {
   local which=$1 t start i lo n done_ left lb la rate claim_ms pid creq=0 cp50=- cp95=-
   # The same start for every run: last run's dead rows vacuumed, nothing left to checkpoint.
-  psql "$db" -c "VACUUM bulkhead.jobs" -c "CHECKPOINT"
+  psql "$db" -c "VACUUM bulkhead.job_rows" -c "CHECKPOINT"
   t=$(date +%s.%N)
   {
     echo '\o /dev/null'

@@ -44,7 +44,7 @@ on_exit "rm -f $script"
 loop_sql "$statement" "$loop" "$channels" 1 >"$script"
 # run: the µs a transaction of one run, on an emptied table.
 run() {
-  psql "$db" -q -c "TRUNCATE bulkhead.jobs, bulkhead.idempotency_keys"
+  psql "$db" -q -c "TRUNCATE $(jobs_table "$db"), bulkhead.idempotency_keys"
   psql "$db" -q -f "$script" 2>&1 | awk '/loop_us/ {print $NF}'
 }
 

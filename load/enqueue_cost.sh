@@ -75,8 +75,8 @@ ANALYZE bulkhead.tenants, bulkhead.channels;
 CREATE TABLE plain (id bigserial PRIMARY KEY, k int NOT NULL, payload jsonb NOT NULL);
 -- bulkhead.jobs' columns, defaults, identity and CHECKs (its domains' CHECKs come with the
 -- column types), its primary key, then one part more per table.
-CREATE TABLE bare (LIKE bulkhead.jobs INCLUDING DEFAULTS INCLUDING IDENTITY, PRIMARY KEY (id));
-CREATE TABLE "row" (LIKE bulkhead.jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS
+CREATE TABLE bare (LIKE bulkhead.job_rows INCLUDING DEFAULTS INCLUDING IDENTITY, PRIMARY KEY (id));
+CREATE TABLE "row" (LIKE bulkhead.job_rows INCLUDING DEFAULTS INCLUDING CONSTRAINTS
                     INCLUDING IDENTITY, PRIMARY KEY (id));
 CREATE TABLE "+claim" (LIKE "row" INCLUDING ALL);
 CREATE INDEX ON "+claim" (queue, priority, scheduled_at, id)
@@ -149,9 +149,10 @@ in_server_txn() {
 }
 # The tables the transaction loops filled, emptied before the pgbench runs.
 truncate_cases() {
-  psql "$db" -q -c 'TRUNCATE plain, bare, "row", "+claim", "+channel", "+fk", bulkhead.jobs,
+  psql "$db" -q -c 'TRUNCATE plain, bare, "row", "+claim", "+channel", "+fk", bulkhead.job_rows,
                     bulkhead.idempotency_keys'
-  ((back == 0)) || psql "$db_before" -q -c 'TRUNCATE bulkhead.jobs, bulkhead.idempotency_keys'
+  ((back == 0)) ||
+    psql "$db_before" -q -c "TRUNCATE $(jobs_table "$db_before"), bulkhead.idempotency_keys"
 }
 
 # bench CASE CLIENTS [PGOPTIONS]: prints "tps wal_bytes_per_transaction multixacts_per_transaction".

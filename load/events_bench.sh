@@ -121,7 +121,7 @@ SELECT 'default', c.tenant_id, c.id, 'completed', 1, f.at - interval '1 s', 1,
   JOIN (SELECT id, tenant_id, row_number() OVER (ORDER BY id) - 1 AS k FROM bulkhead.channels) c
     ON c.k = i % 2000;
 SQL
-  psql "$db" -c "VACUUM ANALYZE bulkhead.jobs" -c "VACUUM ANALYZE bulkhead.channels" \
+  psql "$db" -c "VACUUM ANALYZE bulkhead.job_rows" -c "VACUUM ANALYZE bulkhead.channels" \
     -c "CHECKPOINT" -c "COMMENT ON DATABASE events_bench IS 'finished=$finished'"
   # The claim floor where a week's leader leaves it (ADR 0027): at 0 the first runs' leader
   # would spend them catching up, 100,000 ids a round (load/statement.sh).
@@ -132,9 +132,9 @@ else
   echo "--- reusing the database events_bench (finished=$finished)"
 fi
 psql "$db" -P footer=off -c "SELECT state, count(*) AS jobs FROM bulkhead.jobs GROUP BY 1 ORDER BY 1" \
-  -c "SELECT pg_size_pretty((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+  -c "SELECT pg_size_pretty((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree('bulkhead.job_rows')
                               WHERE isleaf)) AS jobs_table,
-             pg_size_pretty((SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('bulkhead.jobs')
+             pg_size_pretty((SELECT sum(pg_indexes_size(relid)) FROM pg_partition_tree('bulkhead.job_rows')
                               WHERE isleaf)) AS jobs_indexes"
 
 # A tenant NAME with N channels to URL; prints the tenant's id. Reuses one made before.
@@ -154,7 +154,7 @@ reset_runs() {
   psql "$db" -c "DELETE FROM bulkhead.jobs WHERE channel_id IN
                    (SELECT c.id FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id
                      WHERE t.name NOT LIKE 'history-%')" \
-    -c "TRUNCATE bulkhead.rate_buckets" -c "VACUUM bulkhead.jobs" -c "CHECKPOINT"
+    -c "TRUNCATE bulkhead.rate_buckets" -c "VACUUM bulkhead.job_rows" -c "CHECKPOINT"
 }
 
 # --- fan-out ----------------------------------------------------------------------------------
@@ -404,7 +404,7 @@ ordering() {
       claim=$(q "SELECT coalesce(round((sum(total_exec_time) / $keyed * 1000)::numeric, 1), 0)
                    FROM pg_stat_statements WHERE query LIKE 'WITH RECURSIVE flying AS%'")
       record=$(q "SELECT coalesce(round((sum(total_exec_time) / $keyed * 1000)::numeric, 1), 0)
-                    FROM pg_stat_statements WHERE query LIKE 'UPDATE bulkhead.jobs AS j%SET state = CASE WHEN r.delivered%'")
+                    FROM pg_stat_statements WHERE query LIKE 'UPDATE bulkhead.job_rows AS j%SET state = CASE WHEN r.delivered%'")
       # Every key's deliveries one at a time in order: each attempt began after the one before
       # it (by id) had finished.
       bad=$(q "SELECT count(*) FROM (SELECT attempted_at,

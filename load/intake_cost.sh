@@ -6,8 +6,8 @@
 #   INTAKE_COST_ROUNDS=5 INTAKE_COST_SECONDS=10 load/intake_cost.sh
 #
 # A prototype measured, not a feature: one freshly migrated database on the durable embedded
-# PostgreSQL (.run/bench-pg-durable), 100 tenants with a channel each, and beside
-# bulkhead.jobs
+# PostgreSQL (.run/bench-pg-durable), 100 tenants with a channel each, and beside the jobs
+# table (bulkhead.job_rows)
 #   plain     a three-column table, the application's own write;
 #   intake    bulkhead.intake_probe: an identity key, the channel, the payload and the two
 #             optional keys, its primary key only, no CHECK, no trigger;
@@ -168,7 +168,7 @@ done
 
 empty() {
   psql "$db" -q -c "TRUNCATE public.plain, bulkhead.intake_probe, bulkhead.intake_claimable,
-                             bulkhead.jobs"
+                             bulkhead.job_rows"
 }
 in_server() { empty; psql "$db" -q -f "$scripts/$1.txn.sql" 2>&1 | awk '/loop_us/ {print $NF}'; }
 lsn() { psql "$db" -At -c "SELECT pg_current_wal_insert_lsn()"; }
@@ -177,7 +177,7 @@ commits() {
   local table from tps
   case $1 in
     plain) table=public.plain ;;
-    enqueue) table=bulkhead.jobs ;;
+    enqueue) table=bulkhead.job_rows ;;
     claimable) table=bulkhead.intake_claimable ;;
     *) table=bulkhead.intake_probe ;;
   esac
@@ -198,7 +198,7 @@ fill_sql() {
   case $1 in
     move | claim_fifo) echo "INSERT INTO bulkhead.intake_probe (channel_id, payload)
                   SELECT 1 + g % 100, '$payload' FROM generate_series(1, $move_rows) g" ;;
-    claim) echo "INSERT INTO bulkhead.jobs (queue, tenant_id, channel_id, payload)
+    claim) echo "INSERT INTO bulkhead.job_rows (queue, tenant_id, channel_id, payload)
                    SELECT t.tier, t.id, ch.id, '$payload' FROM generate_series(1, $move_rows) g
                      JOIN bulkhead.channels ch ON ch.id = 1 + g % 100
                      JOIN bulkhead.tenants t ON t.id = ch.tenant_id" ;;
@@ -215,7 +215,7 @@ batch_sql() {
       DELETE FROM bulkhead.intake_probe i
        WHERE i.id IN (SELECT p.id FROM bulkhead.intake_probe p ORDER BY p.id LIMIT $move_batch)
       RETURNING i.channel_id, i.payload, i.ordering_key)
-    INSERT INTO bulkhead.jobs AS j
+    INSERT INTO bulkhead.job_rows AS j
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload, ordering_key)
     SELECT t.tier, t.id, b.channel_id,
            CASE WHEN ch.breaker_state = 'closed' AND NOT ch.paused THEN 'available'
@@ -228,10 +228,10 @@ batch_sql() {
 SQL
     ;;
     claim) cat <<SQL
-    UPDATE bulkhead.jobs AS j
+    UPDATE bulkhead.job_rows AS j
        SET state = 'executing', attempt = j.attempt + 1, attempted_at = clock_timestamp(),
            attempted_by = 'probe'
-     WHERE j.id IN (SELECT k.id FROM bulkhead.jobs k
+     WHERE j.id IN (SELECT k.id FROM bulkhead.job_rows k
                      WHERE k.queue = want_tier AND k.state = 'available' AND k.priority = 1
                      ORDER BY k.scheduled_at, k.id LIMIT $move_batch)
 SQL
@@ -243,7 +243,7 @@ SQL
                                  WHERE p.queue = want_tier AND p.priority = 1
                                  ORDER BY p.scheduled_at, p.id LIMIT $move_batch))
       RETURNING i.*)
-    INSERT INTO bulkhead.jobs AS j
+    INSERT INTO bulkhead.job_rows AS j
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload, ordering_key,
             attempt, attempted_at, attempted_by)
     SELECT b.queue, b.tenant_id, b.channel_id, 'executing', b.priority, b.scheduled_at,
@@ -267,7 +267,7 @@ SQL
       DELETE FROM bulkhead.intake_probe i
        WHERE i.ctid = ANY(ARRAY(SELECT row_ctid FROM pick))
       RETURNING i.ctid AS row_ctid, i.channel_id, i.payload, i.ordering_key)
-    INSERT INTO bulkhead.jobs AS j
+    INSERT INTO bulkhead.job_rows AS j
            (queue, tenant_id, channel_id, state, priority, scheduled_at, payload, ordering_key,
             attempt, attempted_at, attempted_by)
     SELECT pick.tier, pick.tenant_id, b.channel_id, 'executing', 1, now(), b.payload,
@@ -276,9 +276,9 @@ SQL
 SQL
     ;;
     result) cat <<SQL
-    UPDATE bulkhead.jobs AS j
+    UPDATE bulkhead.job_rows AS j
        SET state = 'completed', finished_at = now(), delivered_status = 200, delivered_ms = 3.2
-     WHERE j.id IN (SELECT k.id FROM bulkhead.jobs k
+     WHERE j.id IN (SELECT k.id FROM bulkhead.job_rows k
                      WHERE k.state = 'executing' AND k.attempted_by = 'probe'
                      ORDER BY k.id LIMIT $move_batch)
 SQL

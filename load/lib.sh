@@ -118,6 +118,20 @@ psql() { "$pg_bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 db_conn() { echo "${conn/dbname=postgres/dbname=$1}"; }
 
+# jobs_table DB: the table that holds DB's jobs, for what cannot go through the view
+# bulkhead.jobs (TRUNCATE, VACUUM, ALTER TABLE, its ranges): bulkhead.job_rows since migration
+# 0028, bulkhead.jobs on a database migrated down before it.
+jobs_table() {
+  psql "$1" -At -c "SELECT coalesce(to_regclass('bulkhead.job_rows'), 'bulkhead.jobs')"
+}
+
+# migrate_down_to DB VERSION: reverses DB's migrations newer than VERSION, if any.
+migrate_down_to() {
+  local at
+  at=$(psql "$1" -At -c "SELECT coalesce(max(version), 0) FROM bulkhead.migrations")
+  ((at <= $2)) || build/bin/bulkhead migrate down $((at - $2)) --database "$1" >/dev/null
+}
+
 fresh_database() {
   psql "$conn" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $1" \
     -c "CREATE DATABASE $1"

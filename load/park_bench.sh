@@ -185,7 +185,8 @@ setup() {
       [ "$newer" -eq 0 ] ||
         build/bin/bulkhead migrate down "$newer" --database "$(db "$v")" >/dev/null ;;
     ff50) psql "$(db "$v")" -c "DO \$\$ DECLARE leaf regclass; BEGIN
-            FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf LOOP
+            FOR leaf IN SELECT relid FROM pg_partition_tree('$(jobs_table "$(db "$v")")')
+                         WHERE isleaf LOOP
               EXECUTE format('ALTER TABLE %s SET (fillfactor = 50)', leaf);
             END LOOP; END \$\$" ;;
     partition) psql "$(db "$v")" -c "$partition_sql" ;;
@@ -195,7 +196,7 @@ setup() {
     INSERT INTO bulkhead.channels (tenant_id, url)
       VALUES (1, 'http://127.0.0.1:9/backlog'), (2, 'http://127.0.0.1:9/bystander');"
   enqueue "$v" 1 "$jobs"
-  psql "$(db "$v")" -c "VACUUM ANALYZE bulkhead.jobs"
+  psql "$(db "$v")" -c "VACUUM ANALYZE $(jobs_table "$(db "$v")")"
 }
 
 # open_args VARIANT: open_breaker's arguments. The build's OpenBreaker takes a batch ($4): a
@@ -218,20 +219,21 @@ prepare() {
 
 # One round of variant $1 in phase $2: prints "park_ms claim_ms unpark_ms".
 round() {
-  local v=$1 phase=$2 out
+  local v=$1 phase=$2 out table
+  table=$(jobs_table "$(db "$v")")
   out=$( { prepare "$v"
     echo '\timing on'
     echo "EXECUTE open_breaker($(open_args "$v")) \\gset park_"
     echo '\timing off'
     [ "$v" != flag ] || echo "$flag_backlog \\gset park_"
-    echo 'VACUUM ANALYZE bulkhead.jobs;'
+    echo "VACUUM ANALYZE $table;"
     echo '\timing on'
     if [ "$phase" = 2 ]; then echo "$claim_probe \\gset claim_"
     else echo 'SELECT 10 AS claimable \gset claim_'; fi
     echo "EXECUTE reset_breaker(1) \\gset reset_"
     echo '\timing off'
     [ "$v" != flag ] || echo "$flag_backlog \\gset reset_"
-    echo 'VACUUM ANALYZE bulkhead.jobs;'
+    echo "VACUUM ANALYZE $table;"
     echo '\echo counts :park_jobs :claim_claimable :reset_jobs :reset_before'
   } | psql "$(db "$v")")
   local counts times
@@ -252,20 +254,21 @@ round() {
 # EXPLAIN (ANALYZE, BUFFERS, WAL) of variant $1's park and unpark, rolled back, into a file;
 # prints the top node's time, the WAL it wrote and any trigger time.
 explain() {
-  local v=$1 phase=$2 file="$run/explain/$1-phase$2.txt"
+  local v=$1 phase=$2 file="$run/explain/$1-phase$2.txt" table
+  table=$(jobs_table "$(db "$v")")
   mkdir -p "$run/explain"
   { prepare "$v"
     echo 'BEGIN;'
     echo "EXPLAIN (ANALYZE, BUFFERS, WAL, VERBOSE) EXECUTE open_breaker($(open_args "$v"));"
     echo 'ROLLBACK;'
-    echo 'VACUUM ANALYZE bulkhead.jobs;'
+    echo "VACUUM ANALYZE $table;"
     echo "EXECUTE open_breaker($(open_args "$v"));"
-    echo 'VACUUM ANALYZE bulkhead.jobs;'
+    echo "VACUUM ANALYZE $table;"
     echo 'BEGIN;'
     echo "EXPLAIN (ANALYZE, BUFFERS, WAL, VERBOSE) EXECUTE reset_breaker(1);"
     echo 'ROLLBACK;'
     echo "EXECUTE reset_breaker(1);"
-    echo 'VACUUM ANALYZE bulkhead.jobs;'
+    echo "VACUUM ANALYZE $table;"
   } | psql "$(db "$v")" >"$file"
   awk -v v="$v" '
     /Execution Time/ { t[++n] = $3 }
@@ -289,13 +292,14 @@ echo "  server: $(psql "$conn" -At -c "
                   'shared_buffers', 'jit')")"
 echo "  load average before setup: $(load_average all)"
 for v in "${variants[@]}"; do setup "$v"; done
+first_table=$(jobs_table "$(db "${variants[0]}")")
 psql "$(db "${variants[0]}")" -At -c "
   SELECT 'payload: ' || round(avg(pg_column_size(payload))) || ' bytes stored, table '
          || pg_size_pretty((SELECT sum(pg_relation_size(relid))
-                              FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf))
+                              FROM pg_partition_tree('$first_table') WHERE isleaf))
          || ', with TOAST '
          || pg_size_pretty((SELECT sum(pg_table_size(relid))
-                              FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf))
+                              FROM pg_partition_tree('$first_table') WHERE isleaf))
     FROM bulkhead.jobs" | sed 's/^/  /'
 
 declare -A results
@@ -304,7 +308,7 @@ for phase in 1 2; do
     [ "$bystander" -gt 0 ] || break
     for v in "${variants[@]}"; do
       enqueue "$v" 2 "$bystander"
-      psql "$(db "$v")" -c "VACUUM ANALYZE bulkhead.jobs"
+      psql "$(db "$v")" -c "VACUUM ANALYZE $(jobs_table "$(db "$v")")"
     done
     echo
     echo "phase 2: the backlog beside $bystander available jobs of channel 2"

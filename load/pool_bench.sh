@@ -342,7 +342,7 @@ SELECT 'default', c.tenant_id, c.id, 'completed', 1, f.at - interval '20 s', 1, 
  CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (1 - i::float8 / greatest(:finished, 1)) AS at) f
   JOIN bulkhead.channels c
     ON c.id = CASE WHEN i % 10 < 3 THEN 1 + i % 20 ELSE 21 + i % 10000 END;
-VACUUM ANALYZE bulkhead.jobs;
+VACUUM ANALYZE bulkhead.job_rows;
 VACUUM ANALYZE bulkhead.channels;
 VACUUM ANALYZE bulkhead.tenants;
 CHECKPOINT;

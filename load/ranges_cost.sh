@@ -45,7 +45,7 @@ no_autovacuum="DO \$\$
 DECLARE r regclass;
 BEGIN
   FOR r IN SELECT inhrelid::regclass FROM pg_inherits
-            WHERE inhparent = 'bulkhead.jobs'::regclass LOOP
+            WHERE inhparent = 'bulkhead.job_rows'::regclass LOOP
     EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', r);
   END LOOP;
 END \$\$;"

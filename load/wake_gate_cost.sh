@@ -7,7 +7,7 @@
 # One freshly migrated database on the durable embedded PostgreSQL (.run/bench-pg-durable),
 # 100 tenants with a channel each, one enqueue a transaction on a channel drawn in turn. Four
 # states of the one database, set in turn within each of WAKE_GATE_ROUNDS (10) rounds:
-#   before      migration 0027 reversed (`migrate down 1`): the trigger runs at every commit
+#   before      migration 0027 reversed (migrated down to 0026): the trigger runs at every commit
 #   closed      0027 in, the gate closed (no runner asleep: a busy fleet)
 #   open-other  0027 in, the gate held open by another queue's runner asleep (a quiet tier
 #               beside a busy one): the trigger runs at every commit and finds no mark of its
@@ -49,19 +49,20 @@ set_state() {
   local version
   version=$(psql "$db" -At -c "SELECT to_regprocedure('bulkhead.fell_asleep()') IS NOT NULL")
   if [ "$1" = before ] && [ "$version" = t ]; then
-    build/bin/bulkhead migrate down 1 --database "$db" >/dev/null
+    migrate_down_to "$db" 26
   elif [ "$1" != before ] && [ "$version" = f ]; then
     build/bin/bulkhead migrate up --database "$db" >/dev/null
   fi
-  psql "$db" -c "DELETE FROM bulkhead.sleepers" -c "TRUNCATE bulkhead.jobs"
+  jobs=$(jobs_table "$db")
+  psql "$db" -c "DELETE FROM bulkhead.sleepers" -c "TRUNCATE $jobs"
   case "$1" in
     closed) psql "$db" -c "SELECT bulkhead.enqueue(1, '{}')" >/dev/null ;;  # the commit closes it
     open-other)
       psql "$db" -c "INSERT INTO bulkhead.sleepers (queue, node) VALUES ('other', 'bench')" \
         -c "SELECT bulkhead.fell_asleep()" >/dev/null ;;
-    no-trigger) psql "$db" -c "ALTER TABLE bulkhead.jobs DISABLE TRIGGER jobs_wake_sleepers" ;;
+    no-trigger) psql "$db" -c "ALTER TABLE $jobs DISABLE TRIGGER jobs_wake_sleepers" ;;
   esac
-  psql "$db" -c "TRUNCATE bulkhead.jobs" -c CHECKPOINT
+  psql "$db" -c "TRUNCATE $jobs" -c CHECKPOINT
 }
 
 # cpu_us: the backend's CPU µs a transaction over the loop.
@@ -108,7 +109,7 @@ for ((r = 1; r <= rounds; r++)); do
     fi
     echo "round $r, $state: $figures"
     [ "$state" = no-trigger ] &&
-      psql "$db" -c "ALTER TABLE bulkhead.jobs ENABLE TRIGGER jobs_wake_sleepers"
+      psql "$db" -c "ALTER TABLE $(jobs_table "$db") ENABLE TRIGGER jobs_wake_sleepers"
   done
 done
 echo "load after: $(load_average)"

@@ -110,7 +110,7 @@ setup() {
         CREATE SCHEMA $s; CREATE SEQUENCE $s.ids; CREATE SEQUENCE $s.results;"
   case $s in
     today)
-      echo "CREATE TABLE today.q (LIKE bulkhead.jobs INCLUDING ALL)
+      echo "CREATE TABLE today.q (LIKE bulkhead.job_rows INCLUDING ALL)
               WITH (fillfactor = 90, autovacuum_enabled = off);"
       echo "ALTER TABLE today.q ALTER id DROP IDENTITY IF EXISTS;" ;;
     inplace)

@@ -69,7 +69,7 @@ db=$(db_conn wal_life)
 build/bin/bulkhead migrate up --database "$db" >/dev/null
 psql "$db" <<SQL
 DO \$\$ DECLARE leaf regclass; BEGIN
-  FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf LOOP
+  FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.job_rows') WHERE isleaf LOOP
     EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', leaf);
   END LOOP;
 END \$\$;
@@ -93,7 +93,7 @@ SELECT 'default', c.tenant_id, c.id, 'completed',
   JOIN bulkhead.channels c ON c.id = 1 + g % $channels
  CROSS JOIN LATERAL (SELECT now() - interval '7 days' * (1 - g::float8 / $history)) AS f(at);
 SQL
-  psql "$db" -c "VACUUM ANALYZE bulkhead.jobs"
+  psql "$db" -c "VACUUM ANALYZE bulkhead.job_rows"
 fi
 
 # The claim floor (ADR 0027) where a leader that has run beside this history leaves it: past
@@ -213,7 +213,7 @@ wait_drained() {
 drain() { start_nodes; wait_drained; }
 enqueue_and_drain() { start_nodes; enqueue; wait_drained; }
 
-vacuum() { psql "$db" -c "VACUUM bulkhead.jobs"; }
+vacuum() { psql "$db" -c "VACUUM bulkhead.job_rows"; }
 
 prune() {
   if [ -n "$burst_range" ]; then  # the leader's: the keys of the range, then the range

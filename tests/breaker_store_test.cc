@@ -154,7 +154,8 @@ TEST_F(BreakerStoreTest, ParkingAndUnparkingReadNoPayload) {
        ", jsonb_build_object('n', i, 'data', (SELECT string_agg(md5(i || '.' || k), '') "
        "FROM generate_series(1, 250) AS k))) FROM generate_series(1, 40) AS i");
   // Every range's (migration 0021): a partitioned table has no TOAST of its own.
-  const std::string ranges = "SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf";
+  const std::string ranges =
+      "SELECT relid FROM pg_partition_tree('bulkhead.job_rows') WHERE isleaf";
   ASSERT_GT(QueryValue<int64_t>(db(),
                                 "SELECT sum(pg_relation_size(reltoastrelid))::bigint FROM pg_class "
                                 "WHERE oid IN (" +

@@ -377,7 +377,7 @@ TEST_F(CapsTest, RetriesHoursAwayOnManyChannelsCostAClaimItsBoundInHeads) {
       " SELECT t.tier, c.tenant_id, c.id, 1, now() + interval '3 hours', '{}'::jsonb"
       "   FROM bulkhead.channels c JOIN bulkhead.tenants t ON t.id = c.tenant_id"
       "  WHERE t.name LIKE 'r%'");
-  Exec("ANALYZE bulkhead.jobs");
+  Exec("ANALYZE bulkhead.job_rows");
   ClaimStore store(db());
   ClaimLimits limits = AtCap(busy, a);
   SkipScanCursor cursor;

@@ -89,7 +89,7 @@ TEST_F(ClaimRaceTest, RowsThatEndedClaimsLockedAndLeftAreClaimedAsBefore) {
   EXPECT_EQ(store.Claim("default", 6, "node-a", capped, nullptr, &held_back).size(), 2u);
   EXPECT_GT(held_back, 0);
   EXPECT_GT(testing::QueryValue<int64_t>(db(),
-                                         "SELECT count(*) FROM bulkhead.jobs "
+                                         "SELECT count(*) FROM bulkhead.job_rows "
                                          "WHERE state = 'available' AND xmax <> '0'"),
             0);
 

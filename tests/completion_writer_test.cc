@@ -153,7 +153,7 @@ TEST_F(CompletionWriterTest, AWriterWhoseWritesKeepFailingSaysItIsNotMakingProgr
   Exec(
       "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
       "$$BEGIN RAISE EXCEPTION 'writes refused'; END$$; "
-      "CREATE TRIGGER refuse BEFORE UPDATE ON bulkhead.jobs FOR EACH ROW EXECUTE FUNCTION "
+      "CREATE TRIGGER refuse BEFORE UPDATE ON bulkhead.job_rows FOR EACH ROW EXECUTE FUNCTION "
       "refuse()");
   CompletionWriter::Options options = WriterOptions();
   options.stalled_after = std::chrono::milliseconds(300);
@@ -222,7 +222,7 @@ TEST_F(CompletionWriterTest, ClaimsWaitOnceOneBatchOfResultsIsUnwritten) {
 TEST_F(CompletionWriterTest, TheResultWriteIsPlannedOnceAndFromIndexesNotAtEveryBatch) {
   std::vector<ClaimedJob> jobs = Claimed(200);
   ASSERT_EQ(jobs.size(), 200u);
-  Exec("ANALYZE bulkhead.jobs");  // the statistics see node-a's 200 executing jobs
+  Exec("ANALYZE bulkhead.job_rows");  // the statistics see node-a's 200 executing jobs
   auto conn = Connect();
   CompletionStore store(*conn);
   constexpr int kWrites = 10;
@@ -242,8 +242,8 @@ TEST_F(CompletionWriterTest, TheResultWriteIsPlannedOnceAndFromIndexesNotAtEvery
   EXPECT_EQ(plans[0].as<int64_t>(), kWrites);
   // The plan made now, from statistics that say the table holds nothing, still reads jobs by
   // an index: a sequential scan would read the whole table at every write.
-  tx.exec0("TRUNCATE bulkhead.jobs");
-  tx.exec0("ANALYZE bulkhead.jobs");
+  tx.exec0("TRUNCATE bulkhead.job_rows");
+  tx.exec0("ANALYZE bulkhead.job_rows");
   std::string plan;
   for (const auto& row : tx.exec("EXPLAIN EXECUTE record('[]', 'node-a')")) {
     plan += row[0].as<std::string>() + "\n";

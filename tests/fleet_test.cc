@@ -188,7 +188,7 @@ TEST_F(FleetTest, AClaimThatWaitedBehindALockIsNotTakenForStranded) {
   ASSERT_EQ(claimer_store.Claim("default", 0, "node-a").size(), 0u);
   auto holder = Connect();
   pqxx::work hold(*holder);
-  hold.exec("LOCK TABLE bulkhead.jobs IN EXCLUSIVE MODE");  // the claim waits for it
+  hold.exec("LOCK TABLE bulkhead.job_rows IN EXCLUSIVE MODE");  // the claim waits for it
   std::vector<ClaimedJob> jobs;
   std::thread claimer([&] { jobs = claimer_store.Claim("default", 2, "node-a"); });
   std::this_thread::sleep_for(milliseconds(1500));

@@ -50,10 +50,11 @@ class JobRangesTest : public DeliveryTest {
   }
   // Which range holds job `id`.
   std::string RangeOf(int64_t id) {
-    return QueryValue<std::string>(db(),
-                                   "SELECT c.relname::text FROM bulkhead.jobs j JOIN pg_class c "
-                                   "ON c.oid = j.tableoid WHERE j.id = " +
-                                       std::to_string(id));
+    return QueryValue<std::string>(
+        db(),
+        "SELECT c.relname::text FROM bulkhead.job_rows j JOIN pg_class c "
+        "ON c.oid = j.tableoid WHERE j.id = " +
+            std::to_string(id));
   }
   // One leader round, 1,000 hours after the last on the keeper's clock: the ids these tests
   // draw make a rate of nearly nothing, and each range is the least size, 10 ids.

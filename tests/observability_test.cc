@@ -288,7 +288,7 @@ TEST_F(ObservabilityTest, TheLeadersSamplesReadNoFinishedRows) {
   pqxx::nontransaction(db()).exec(
       "UPDATE bulkhead.jobs SET state = 'parked' WHERE id = (SELECT max(id) FROM bulkhead.jobs "
       "WHERE ordering_key = 'a')");
-  pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
+  pqxx::nontransaction(db()).exec("ANALYZE bulkhead.job_rows");
   FleetStore store(db());
   FleetCounts counts = store.SampleFleet();
   int64_t available = 0;

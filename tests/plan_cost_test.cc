@@ -116,7 +116,7 @@ void Walk(const json& node, int depth, Measure& m, int64_t& written) {
   }
   const json children = node.value("Plans", json::array());
   for (const json& child : children) {
-    if (type == "ModifyTable" && node.value("Relation Name", "") == "jobs" &&
+    if (type == "ModifyTable" && node.value("Relation Name", "") == "job_rows" &&
         child.value("Parent Relationship", "") == "Outer") {
       written += NodeRows(child);
     }
@@ -254,7 +254,7 @@ Fleet Build(pqxx::connection_base& conn, bool history) {
     DECLARE
       leaf regclass;
     BEGIN
-      FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf LOOP
+      FOR leaf IN SELECT relid FROM pg_partition_tree('bulkhead.job_rows') WHERE isleaf LOOP
         EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', leaf);
       END LOOP;
     END $$)");
@@ -299,7 +299,7 @@ Fleet Build(pqxx::connection_base& conn, bool history) {
              now() - interval '20 days' + i * interval '1 minute', {waiting}
         FROM generate_series(1, {dead_parked}) i)",
                v);
-    Run(conn, "ANALYZE bulkhead.jobs");
+    Run(conn, "ANALYZE bulkhead.job_rows");
   }
   // The burst: one tenant's channel (burst[0]) holds the front of the queue, its first 48,000
   // jobs, with burst[1..8]'s trickle mixed in (1 row in 20, 300 each); behind it come

@@ -120,7 +120,7 @@ int Claim(const BreakerArgs& args) {
   for (int d = 0; d < args.drains; ++d) {
     for (auto& c : cases) {
       EnqueueMany(*c.conn, c.healthy.id, args.available);
-      Sql(*c.conn, "VACUUM ANALYZE bulkhead.jobs");
+      Sql(*c.conn, "VACUUM ANALYZE bulkhead.job_rows");
       c.claimed = 0;
       c.drain_us.clear();
     }

@@ -37,7 +37,8 @@ TableHealth ReadTableHealth(pqxx::connection& conn) {
   TableHealth health;
   pqxx::work tx(conn);
   // Every range's together (migration 0021: a partitioned table has no storage of its own).
-  const std::string ranges = "SELECT relid FROM pg_partition_tree('bulkhead.jobs') WHERE isleaf";
+  const std::string ranges =
+      "SELECT relid FROM pg_partition_tree('bulkhead.job_rows') WHERE isleaf";
   auto heap = tx.exec1(
       "SELECT sum(pg_relation_size(r.relid)),"
       "       sum(pg_table_size(r.relid) - pg_relation_size(r.relid))"
@@ -50,7 +51,7 @@ TableHealth ReadTableHealth(pqxx::connection& conn) {
        tx.exec("SELECT c.relname, (SELECT sum(pg_relation_size(t.relid)) "
                "FROM pg_partition_tree(c.oid) t WHERE t.isleaf) FROM pg_index i "
                "JOIN pg_class c ON c.oid = i.indexrelid "
-               "WHERE i.indrelid = 'bulkhead.jobs'::regclass ORDER BY c.relname")) {
+               "WHERE i.indrelid = 'bulkhead.job_rows'::regclass ORDER BY c.relname")) {
     health.mib.emplace_back(row[0].as<std::string>(), row[1].as<double>() / 1048576.0);
   }
   auto stats = tx.exec1(

@@ -58,7 +58,7 @@ int Throughput(const EngineArgs& args) {
   const int64_t wal_enqueue = WalPosition(conn) - wal_before_enqueue;
   {
     pqxx::nontransaction tx(conn);
-    tx.exec("VACUUM ANALYZE bulkhead.jobs");
+    tx.exec("VACUUM ANALYZE bulkhead.job_rows");
   }
   // From here to the end of the drain: the claims, the results and whatever autovacuum and
   // checkpoints they cause, in WAL and in the server's CPU.

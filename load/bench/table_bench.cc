@@ -63,7 +63,7 @@ std::string LastAutovacuum(pqxx::connection& conn) {
       .exec1(
           "SELECT coalesce(max(last_autovacuum)::text, '') || ' ' || "
           "       coalesce(max(last_autoanalyze)::text, '') FROM pg_stat_user_tables "
-          "WHERE relid IN (SELECT relid FROM pg_partition_tree('bulkhead.jobs') "
+          "WHERE relid IN (SELECT relid FROM pg_partition_tree('bulkhead.job_rows') "
           "WHERE isleaf)")[0]
       .as<std::string>();
 }
@@ -239,7 +239,7 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
   const auto settle = Clock::now();
   {
     pqxx::nontransaction tx(conn);
-    tx.exec("VACUUM bulkhead.jobs");
+    tx.exec("VACUUM bulkhead.job_rows");
   }
   write(0, recent);
   // Vacuumed again, as autovacuum would after the recent twentieth (its insert threshold is 5 %
@@ -247,7 +247,7 @@ void History(pqxx::connection& conn, const std::vector<int64_t>& channels, int64
   // a run without this one it finished during the fresh drain).
   {
     pqxx::nontransaction tx(conn);
-    tx.exec("VACUUM bulkhead.jobs");
+    tx.exec("VACUUM bulkhead.job_rows");
     tx.exec("CHECKPOINT");
   }
   std::printf(
@@ -280,7 +280,7 @@ void RaiseClaimFloor(pqxx::connection& conn, int64_t jobs) {
 
 void Analyze(pqxx::connection& conn) {
   pqxx::nontransaction tx(conn);
-  tx.exec("ANALYZE bulkhead.jobs");
+  tx.exec("ANALYZE bulkhead.job_rows");
 }
 
 // What the last drain left behind it cleared as autovacuum clears it within its next round (a
@@ -293,7 +293,7 @@ void Analyze(pqxx::connection& conn) {
 // stale stays stale; it skips the history's all-visible pages.
 void Vacuum(pqxx::connection& conn) {
   pqxx::nontransaction tx(conn);
-  tx.exec("VACUUM bulkhead.jobs");
+  tx.exec("VACUUM bulkhead.job_rows");
 }
 
 void PrintDrain(const Drained& d) {
@@ -378,7 +378,7 @@ int TableBench(const TableArgs& args) {
   const int64_t burst_range = std::max<int64_t>(8LL * args.jobs, 200'000);
   AddRanges(empty, 1, burst_range);
   auto drain_empty = [&] {
-    pqxx::nontransaction(empty).exec("TRUNCATE bulkhead.jobs");
+    pqxx::nontransaction(empty).exec("TRUNCATE bulkhead.job_rows");
     Burst(empty, empty_channels, args.jobs);
     Analyze(empty);
     drains.push_back(

@@ -48,7 +48,7 @@ Burst EnqueueBurst(pqxx::connection& conn, const std::string& run, const std::st
   conn.unprepare("bulkhead_load_burst");
   burst.enqueue_s = static_cast<double>(NowUs() - start) / 1e6;
   pqxx::nontransaction tx(conn);
-  tx.exec("VACUUM ANALYZE bulkhead.jobs");
+  tx.exec("VACUUM ANALYZE bulkhead.job_rows");
   return burst;
 }
 

@@ -76,7 +76,7 @@ TableSizes ReadTableSizes(pqxx::connection& conn, double at_s) {
   auto sizes = tx.exec1(
       "SELECT sum(pg_total_relation_size(r.relid)), sum(pg_relation_size(r.relid)), "
       "sum(pg_indexes_size(r.relid)), (SELECT count(*) FROM bulkhead.nodes) "
-      "FROM pg_partition_tree('bulkhead.jobs') r WHERE r.isleaf");
+      "FROM pg_partition_tree('bulkhead.job_rows') r WHERE r.isleaf");
   t.total_bytes = sizes[0].as<int64_t>();
   t.heap_bytes = sizes[1].as<int64_t>();
   t.index_bytes = sizes[2].as<int64_t>();
@@ -85,7 +85,7 @@ TableSizes ReadTableSizes(pqxx::connection& conn, double at_s) {
        tx.exec("SELECT c.relname, (SELECT sum(pg_relation_size(t.relid)) "
                "FROM pg_partition_tree(c.oid) t WHERE t.isleaf)::bigint FROM pg_index i "
                "JOIN pg_class c ON c.oid = i.indexrelid "
-               "WHERE i.indrelid = 'bulkhead.jobs'::regclass")) {
+               "WHERE i.indrelid = 'bulkhead.job_rows'::regclass")) {
     t.each_index[row[0].as<std::string>()] = row[1].as<int64_t>();
   }
   for (const auto& row : tx.exec("SELECT state, count(*) FROM bulkhead.jobs GROUP BY 1")) {

@@ -328,7 +328,7 @@ TEST_F(ConstraintTest, ClaimIndexHoldsOnlyAvailableJobs) {
   EXPECT_EQ(QueryValue<std::string>(db(),
                                     "SELECT indexdef FROM pg_indexes WHERE schemaname = "
                                     "'bulkhead' AND indexname = 'jobs_claim'"),
-            "CREATE INDEX jobs_claim ON ONLY bulkhead.jobs USING btree "
+            "CREATE INDEX jobs_claim ON ONLY bulkhead.job_rows USING btree "
             "(queue, priority, scheduled_at, id) WHERE ((state = 'available'::text) AND "
             "((priority >= 1) AND (priority <= 3)))");
 }
@@ -351,7 +351,7 @@ TEST_F(ConstraintTest, ClaimUsesTheClaimIndexAmongManyFinishedJobs) {
             ", jsonb_build_object('n', g) FROM generate_series(1, 10) g");
     tx.commit();
   }
-  pqxx::nontransaction(db()).exec("ANALYZE bulkhead.jobs");
+  pqxx::nontransaction(db()).exec("ANALYZE bulkhead.job_rows");
   ASSERT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs"), 20010);
 
   const std::string claim =

@@ -257,7 +257,7 @@ TEST_F(EnqueueTest, AKeyWhoseJobIsGoneIsTakenByTheNextEnqueue) {
 
   {
     pqxx::work tx(db());
-    tx.exec0("TRUNCATE bulkhead.jobs");
+    tx.exec0("TRUNCATE bulkhead.job_rows");
     tx.commit();
   }
   pqxx::work tx(db());

@@ -56,7 +56,7 @@ std::string AttemptLog(const std::string& node) {
 // none of its own since migration 0021; the rows here land in its default range).
 std::string ResetOnEveryRange(const std::string& option) {
   return "DO $$ DECLARE leaf regclass; BEGIN FOR leaf IN SELECT relid FROM "
-         "pg_partition_tree('bulkhead.jobs') WHERE isleaf LOOP EXECUTE format('ALTER TABLE %s "
+         "pg_partition_tree('bulkhead.job_rows') WHERE isleaf LOOP EXECUTE format('ALTER TABLE %s "
          "RESET (" +
          option + ")', leaf); END LOOP; END $$";
 }
@@ -91,7 +91,7 @@ class JobsStorageTest : public DatabaseTest {
         ") g"
         "   JOIN bulkhead.channels c"
         "     ON c.id = (SELECT min(id) FROM bulkhead.channels) + g % 20");
-    pqxx::nontransaction(db()).exec("VACUUM bulkhead.jobs");
+    pqxx::nontransaction(db()).exec("VACUUM bulkhead.job_rows");
   }
 
   // Enqueues `n` deliveries over the 20 channels, each payload {"n": i, "text": text}.
@@ -123,7 +123,7 @@ class JobsStorageTest : public DatabaseTest {
     WriteHistory();
     Exec("CREATE TABLE burst_pages (page bigint)");
     const std::string record =
-        "INSERT INTO burst_pages SELECT (ctid::text::point)[0] FROM bulkhead.jobs"
+        "INSERT INTO burst_pages SELECT (ctid::text::point)[0] FROM bulkhead.job_rows"
         " WHERE attempted_by IS DISTINCT FROM 'history'";
     Enqueue(kBurst, kText);
     EXPECT_EQ(QueryValue<int>(db(), "SELECT count(*) FROM bulkhead.jobs WHERE state = 'available'"),
@@ -143,7 +143,7 @@ TEST_F(JobsStorageTest, TheJobsTableKeepsATenthOfEachPage) {
   EXPECT_TRUE(QueryValue<bool>(db(),
                                "SELECT bool_and('fillfactor=90' = ANY(reloptions)) FROM pg_class"
                                " WHERE oid IN (SELECT relid FROM pg_partition_tree("
-                               "'bulkhead.jobs') WHERE isleaf)"));
+                               "'bulkhead.job_rows') WHERE isleaf)"));
 }
 
 // Migration 0023: no BEFORE UPDATE row trigger on jobs. PostgreSQL 15 locks the old row for one
@@ -154,7 +154,7 @@ TEST_F(JobsStorageTest, TheJobsTableKeepsATenthOfEachPage) {
 TEST_F(JobsStorageTest, NoTriggerLocksAJobBeforeItsUpdate) {
   EXPECT_EQ(QueryValue<std::string>(db(),
                                     "SELECT coalesce(string_agg(tgname, ', '), '') FROM pg_trigger"
-                                    " WHERE tgrelid = 'bulkhead.jobs'::regclass"
+                                    " WHERE tgrelid = 'bulkhead.job_rows'::regclass"
                                     "   AND tgtype & (1 | 2 | 16) = (1 | 2 | 16)"),
             "");
 }
@@ -191,7 +191,7 @@ class IndexCleanupTest : public JobsStorageTest {
     WriteHistory();
     ClaimAll();
     const int64_t before = ClaimIndexPages();
-    pqxx::nontransaction(db()).exec("VACUUM bulkhead.jobs");
+    pqxx::nontransaction(db()).exec("VACUUM bulkhead.job_rows");
     return {before, ClaimIndexPages()};
   }
 
@@ -212,7 +212,7 @@ TEST_F(IndexCleanupTest, EveryVacuumOfTheJobsTableCleansItsIndexes) {
       QueryValue<bool>(db(),
                        "SELECT bool_and('vacuum_index_cleanup=on' = ANY(reloptions)) FROM pg_class"
                        " WHERE oid IN (SELECT relid FROM pg_partition_tree("
-                       "'bulkhead.jobs') WHERE isleaf)"));
+                       "'bulkhead.job_rows') WHERE isleaf)"));
   const auto [before, after] = ClaimIndexPagesAroundAVacuum();
   std::printf("jobs_claim, no live entry: %lld pages read before the vacuum, %lld after\n",
               static_cast<long long>(before), static_cast<long long>(after));

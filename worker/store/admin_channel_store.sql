@@ -30,7 +30,7 @@ SELECT ch.id AS channel, t.name AS tenant, t.tier, ch.breaker_state AS state, ch
        ch.breaker_trips AS trips, coalesce(ch.breaker_reason, '') AS reason,
        coalesce(extract(epoch FROM ch.breaker_probe_at - now())::float8, 0) AS probe_in_s,
        coalesce(ch.breaker_probe_job, 0) AS probe_job,
-       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
+       (SELECT count(*) FROM bulkhead.job_rows j WHERE j.channel_id = ch.id AND j.state = 'parked')
          AS parked
   FROM bulkhead.channels ch JOIN bulkhead.tenants t ON t.id = ch.tenant_id
  WHERE NOT {{flowing}}
@@ -114,7 +114,7 @@ WITH before AS (
 SELECT before.paused AS before, before.enabled,
        coalesce(before.disabled_reason, '') AS disabled_reason,
        CASE WHEN before.enabled THEN (SELECT count(*) FROM unparked)
-            ELSE (SELECT count(*) FROM bulkhead.jobs j
+            ELSE (SELECT count(*) FROM bulkhead.job_rows j
                    WHERE j.channel_id = before.id AND j.state = 'parked') END AS jobs,
        (SELECT count(pg_notify('bulkhead_breakers', id || ' resumed')) FROM resumed) AS notified,
        {{wake_queues(unparked)}} AS woken
@@ -159,7 +159,7 @@ WITH before AS (
   RETURNING ch.id
 )
 SELECT before.enabled AS before,
-       (SELECT count(*) FROM bulkhead.jobs j, enabled
+       (SELECT count(*) FROM bulkhead.job_rows j, enabled
          WHERE j.channel_id = enabled.id AND j.state = 'parked') AS jobs
   FROM before
 
@@ -219,15 +219,15 @@ SELECT ch.id, t.id AS tenant_id, t.name AS tenant, t.tier, ch.url,
        {{utc(ch.created_at)}} AS created_at, ch.enabled, ch.paused,
        coalesce(ch.disabled_reason, '') AS disabled_reason, ch.breaker_state,
        coalesce(ch.breaker_reason, '') AS breaker_reason, ch.breaker_trips,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.channel_id = ch.id AND j.state = 'available' AND j.scheduled_at <= now())
          AS available,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.channel_id = ch.id AND j.state = 'available' AND j.scheduled_at > now())
          AS scheduled,
-       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'executing')
-         AS executing,
-       (SELECT count(*) FROM bulkhead.jobs j WHERE j.channel_id = ch.id AND j.state = 'parked')
+       (SELECT count(*) FROM bulkhead.job_rows j
+         WHERE j.channel_id = ch.id AND j.state = 'executing') AS executing,
+       (SELECT count(*) FROM bulkhead.job_rows j WHERE j.channel_id = ch.id AND j.state = 'parked')
          AS parked,
        old.n AS old_secrets, coalesce({{utc(old.until)}}, '') AS old_secrets_until,
        to_jsonb(ch.event_types) AS event_types, ch.rate_limit_per_s,
@@ -239,13 +239,13 @@ SELECT ch.id, t.id AS tenant_id, t.name AS tenant, t.tier, ch.url,
        LATERAL (SELECT count(*) AS n, count(DISTINCT h.ordering_key) AS keys
                   FROM (SELECT a.ordering_key FROM generate_series(1, 3) AS p(priority)
                          CROSS JOIN LATERAL (
-                               SELECT j.ordering_key FROM bulkhead.jobs j
+                               SELECT j.ordering_key FROM bulkhead.job_rows j
                                 WHERE j.channel_id = ch.id AND j.state = 'available'
                                   AND j.priority = p.priority AND j.scheduled_at = 'infinity'
                                   AND j.ordering_key IS NOT NULL
                                 LIMIT 100001) AS a
                         UNION ALL
-                        SELECT j.ordering_key FROM bulkhead.jobs j
+                        SELECT j.ordering_key FROM bulkhead.job_rows j
                          WHERE j.channel_id = ch.id AND j.state = 'parked'
                            AND j.scheduled_at = 'infinity' AND j.ordering_key IS NOT NULL
                         LIMIT 100001) AS h) AS held
@@ -349,7 +349,7 @@ WITH tenant AS (
 ), moved AS (
   UPDATE bulkhead.tenants AS t SET tier = $2 FROM tenant WHERE t.id = tenant.id RETURNING t.id
 ), jobs_moved AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET queue = $2
     FROM bulkhead.channels ch, moved
    WHERE ch.tenant_id = moved.id AND j.channel_id = ch.id
@@ -393,14 +393,14 @@ WITH tenant AS (
 )
 SELECT tenant.id, tenant.name, tenant.tier, {{utc(tenant.created_at)}} AS created_at,
        (SELECT count(*) FROM channel) AS channels,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.channel_id IN (SELECT id FROM channel) AND j.state = 'available'
            AND j.scheduled_at <= now()) AS available,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.channel_id IN (SELECT id FROM channel) AND j.state = 'available'
            AND j.scheduled_at > now()) AS scheduled,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.tenant_id = tenant.id AND j.state = 'executing') AS executing,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.channel_id IN (SELECT id FROM channel) AND j.state = 'parked') AS parked
   FROM tenant

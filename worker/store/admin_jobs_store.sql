@@ -32,15 +32,16 @@ WITH limited AS MATERIALIZED (
    GROUP BY te.tier
 )
 SELECT q.name AS queue,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.queue = q.name AND j.state = 'available' AND j.priority BETWEEN 1 AND 3
            AND j.scheduled_at <= now()) AS available,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.queue = q.name AND j.state = 'available' AND j.priority BETWEEN 1 AND 3
            AND j.scheduled_at > now()) AS scheduled,
-       (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'executing')
+       (SELECT count(*) FROM bulkhead.job_rows j WHERE j.queue = q.name AND j.state = 'executing')
          AS executing,
-       (SELECT count(*) FROM bulkhead.jobs j WHERE j.queue = q.name AND j.state = 'parked') AS parked,
+       (SELECT count(*) FROM bulkhead.job_rows j WHERE j.queue = q.name AND j.state = 'parked')
+         AS parked,
        {{queue_lag_s(q.name)}} AS lag_s,
        {{ordering_held(q.name)}} AS held,
        coalesce((SELECT l.n FROM limited l WHERE l.tier = q.name), 0) AS rate_limited_channels
@@ -63,7 +64,7 @@ SELECT n.name, coalesce(n.host, '') AS host, coalesce(n.version, '') AS version,
        array_to_string(n.tiers, ',') AS tiers, coalesce(n.pid, 0) AS pid,
        extract(epoch FROM now() - n.heartbeat_at)::float8 AS heartbeat_age_s,
        extract(epoch FROM n.lease_until - now())::float8 AS lease_left_s,
-       (SELECT count(*) FROM bulkhead.jobs j
+       (SELECT count(*) FROM bulkhead.job_rows j
          WHERE j.state = 'executing' AND j.attempted_by = n.name) AS executing
   FROM bulkhead.nodes n
  ORDER BY n.name
@@ -98,7 +99,7 @@ SELECT j.id, j.queue, coalesce(t.name, j.tenant_id::text) AS tenant, j.state,
        coalesce({{utc(j.finished_at)}}, '') AS finished_at,
        pg_column_size(j.payload)::bigint AS payload_bytes,
        coalesce(left(j.last_error, 200), '') AS last_error
-  FROM bulkhead.jobs j LEFT JOIN bulkhead.tenants t ON t.id = j.tenant_id
+  FROM bulkhead.job_rows j LEFT JOIN bulkhead.tenants t ON t.id = j.tenant_id
  WHERE ($1::bigint IS NULL OR j.channel_id = $1)
    AND ($2::bigint IS NULL OR j.tenant_id = $2)
    AND ($3::text IS NULL OR j.state = $3)
@@ -129,7 +130,7 @@ SELECT j.id, j.queue, coalesce(t.name, j.tenant_id::text) AS tenant, j.state,
 -- log and last error stay as history. One more row than the limit is locked to tell whether
 -- more remain. Wakes the queues that got available jobs. Lowers the claim floor to the oldest.
 WITH picked AS (
-  SELECT j.id, j.finished_at FROM bulkhead.jobs j
+  SELECT j.id, j.finished_at FROM bulkhead.job_rows j
    WHERE j.state = 'discarded'
      AND ($1::bigint IS NULL OR j.id = $1)
      AND ($2::bigint IS NULL OR j.channel_id = $2)
@@ -144,7 +145,7 @@ WITH picked AS (
 ), chosen AS (
   SELECT id FROM picked ORDER BY finished_at, id LIMIT $8
 ), replayed AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET state = CASE WHEN flow.ok THEN 'available' ELSE 'parked' END,
          priority = 3, attempt = 0, finished_at = NULL, scheduled_at = now(), queue = t.tier
     FROM chosen, bulkhead.channels AS ch, bulkhead.tenants AS t,
@@ -190,22 +191,22 @@ AND ($3::bigint IS NULL
 -- alone: its attempt finishes and is recorded as usual. Rows another session holds (a claim
 -- taking them right now) are skipped.
 WITH candidates AS (
-  (SELECT j.id FROM bulkhead.jobs j
+  (SELECT j.id FROM bulkhead.job_rows j
     WHERE j.state = 'available' AND {{waiting_filter}}
     LIMIT $4 + 1)
   UNION ALL
-  (SELECT j.id FROM bulkhead.jobs j
+  (SELECT j.id FROM bulkhead.job_rows j
     WHERE j.state = 'parked' AND {{waiting_filter}}
     LIMIT $4 + 1)
 ), picked AS (
-  SELECT j.id FROM bulkhead.jobs j
+  SELECT j.id FROM bulkhead.job_rows j
    WHERE j.id IN (SELECT id FROM candidates) AND j.state IN ('available', 'parked')
    LIMIT $4 + 1
      FOR UPDATE SKIP LOCKED
 ), chosen AS (
   SELECT id FROM picked LIMIT $4
 ), cancelled AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET state = 'cancelled', finished_at = now()
     FROM chosen
    WHERE j.id = chosen.id
@@ -220,4 +221,4 @@ SELECT (SELECT count(*) FROM cancelled) AS jobs, (SELECT count(*) FROM picked) >
 -- column node text
 -- column attempt smallint
 -- One job's state and owner, to explain a cancel that changed nothing.
-SELECT state, coalesce(attempted_by, '') AS node, attempt FROM bulkhead.jobs WHERE id = $1
+SELECT state, coalesce(attempted_by, '') AS node, attempt FROM bulkhead.job_rows WHERE id = $1

@@ -72,7 +72,7 @@ flying AS (
 -- no job below it can be claimed, and on ranges the generic plan leaves the ranges below it
 -- out when it starts. On one table it is a filter on the index's own `id`.
 SELECT d.*
-    FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.jobs k
+    FROM (SELECT k.id, k.ctid, k.channel_id, k.tenant_id FROM bulkhead.job_rows k
            WHERE k.queue = $1 AND k.state = 'available' AND k.priority = {{priority}}
              AND k.scheduled_at <= now() AND k.id >= $18
              AND {{gate}} AND {{untouched(k)}}
@@ -80,7 +80,7 @@ SELECT d.*
            LIMIT $2 + $14::int) AS w
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
-           FROM bulkhead.jobs j
+           FROM bulkhead.job_rows j
           WHERE j.id = w.id AND j.ctid = w.ctid AND j.id >= $18 AND j.state = 'available'
             AND {{untouched(j)}}
             FOR UPDATE SKIP LOCKED) AS d
@@ -151,7 +151,7 @@ SELECT r.*
 -- order, whose (channel, priority) comes after `after` (a row comparison, so one index descent
 -- skips a whole backlog, however long); the first of all when `after` is the lowest pair.
 SELECT h.channel_id, h.priority, h.tenant_id, h.queue, h.scheduled_at
-           FROM bulkhead.jobs h
+           FROM bulkhead.job_rows h
           WHERE h.state = 'available' AND (h.channel_id, h.priority) > {{after}} AND h.id >= $18
           ORDER BY h.channel_id, h.priority, h.scheduled_at, h.id
           LIMIT 1
@@ -187,7 +187,7 @@ SELECT next.*
            LIMIT $12) AS g
    CROSS JOIN LATERAL (
          SELECT j.id, j.ctid
-           FROM bulkhead.jobs j
+           FROM bulkhead.job_rows j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
             AND j.id >= $18 AND {{untouched(j)}}
@@ -201,7 +201,7 @@ SELECT next.*
 -- The claim's write (Claim and ClaimFront, the CTE `claimed`): each row of the CTE `claiming` (id,
 -- ctid: the version the claim locked) marked executing for node $3 with attempt + 1, or parked
 -- when its channel does not flow (the fragment flowing); RETURNING what the request needs.
-UPDATE bulkhead.jobs AS j
+UPDATE bulkhead.job_rows AS j
    SET state = CASE WHEN flow.ok THEN 'executing' ELSE 'parked' END,
        priority = CASE WHEN flow.ok THEN j.priority ELSE 3 END,
        attempt = CASE WHEN flow.ok THEN j.attempt + 1 ELSE j.attempt END,

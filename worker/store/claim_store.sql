@@ -201,7 +201,7 @@ WITH RECURSIVE {{claim_inputs}}, fresh AS (
            LIMIT $2) AS g
    CROSS JOIN LATERAL (
          SELECT j.id, j.channel_id, j.tenant_id, j.priority, j.scheduled_at, j.ctid
-           FROM bulkhead.jobs j
+           FROM bulkhead.job_rows j
           WHERE j.channel_id = g.channel_id AND j.state = 'available'
             AND j.priority = g.priority AND j.queue = $1 AND j.scheduled_at <= now()
             AND j.id >= $18 AND {{untouched(j)}}
@@ -364,7 +364,7 @@ WITH due AS (
      -- parked job of the fleet (EXPLAIN showed a hash of jobs_parked), where this stays one
      -- jobs_parked probe (channel_id, scheduled_at <= now()) per open channel, in probe order,
      -- until the limit is reached.
-     AND (SELECT true FROM bulkhead.jobs p
+     AND (SELECT true FROM bulkhead.job_rows p
            WHERE p.channel_id = ch.id AND p.state = 'parked' AND p.scheduled_at <= now()
            LIMIT 1)
    ORDER BY ch.breaker_probe_at
@@ -375,7 +375,7 @@ WITH due AS (
     FROM due
    CROSS JOIN LATERAL (
          SELECT j.id
-           FROM bulkhead.jobs j
+           FROM bulkhead.job_rows j
           WHERE j.channel_id = due.id AND j.state = 'parked' AND j.scheduled_at <= now()
           ORDER BY j.scheduled_at, j.id
           LIMIT 1
@@ -389,7 +389,7 @@ WITH due AS (
    WHERE ch.id = chosen.channel_id
   RETURNING ch.id, pg_notify('bulkhead_breakers', ch.id || ' half_open')
 ), claimed AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET state = 'executing', attempt = j.attempt + 1, attempted_at = clock_timestamp(),
          attempted_by = $3  -- clock_timestamp(): as Claim's
     FROM chosen, bulkhead.channels AS ch
@@ -413,7 +413,7 @@ SELECT claimed.id, claimed.channel_id, claimed.tenant_id, claimed.attempt, claim
 -- WHERE skips it, so it is not even rewritten). Parked jobs are left alone: they wait for a
 -- breaker or an operator, which decide when they go. The runner runs it at most once a second
 -- per channel (QueueRunner), so a busy throttled channel costs one statement a second.
-UPDATE bulkhead.jobs
+UPDATE bulkhead.job_rows
    SET scheduled_at = now() + $2 * interval '1 millisecond'
  WHERE channel_id = $1 AND state = 'available'
    AND scheduled_at < now() + $2 * interval '1 millisecond'
@@ -580,7 +580,7 @@ WITH before AS (
     FROM before WHERE ch.id = before.id
   RETURNING ch.id
 ), answered AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET state = 'parked', priority = 3, attempt = j.attempt - 1, last_error = $5::text,
          queue = t.tier,
          attempts = CASE WHEN jsonb_array_length(j.attempts) >= 20 THEN j.attempts - 0
@@ -612,7 +612,7 @@ SELECT before.enabled AS was_enabled,
 -- does not flow, as ReturnStranded and rescue do: a runner hands back the jobs of a channel its
 -- board has just tripped, and once the opening has committed nothing else would park them but
 -- the leader's next round (the runner leaves that channel out of its claims meanwhile).
-UPDATE bulkhead.jobs AS j
+UPDATE bulkhead.job_rows AS j
    SET state = CASE WHEN {{flowing}} THEN 'available' ELSE 'parked' END,
        priority = CASE WHEN {{flowing}} THEN j.priority ELSE 3 END,
        attempt = j.attempt - 1, queue = t.tier

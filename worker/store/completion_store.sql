@@ -21,7 +21,7 @@
 -- retry goes to the queue of the tenant's tier now: a tenant moved by set-tier while this attempt
 -- ran retries in its new tier. The attempt log keeps the newest 20 failed attempts (jsonb - 0
 -- drops the oldest); the attempt that delivers is kept in delivered_status and delivered_ms.
-UPDATE bulkhead.jobs AS j
+UPDATE bulkhead.job_rows AS j
    SET state = CASE WHEN r.delivered THEN 'completed'
                     WHEN j.attempt >= j.max_attempts OR r.permanent THEN 'discarded'
                     WHEN NOT {{flowing}} THEN 'parked'

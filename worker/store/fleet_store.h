@@ -87,9 +87,9 @@ class FleetStore {
   // job in it finished over `retention_ms` ago. Returns whether it dropped it.
   bool DropJobRange(const JobRange& range, int64_t retention_ms);
   // Moves the claim floor (ADR 0027): settles its pending bound when the transactions that
-  // held bulkhead.jobs at its reading have ended, then raises the floor to the first unfinished
-  // job, passing at most `step` ids. Each statement in its own transaction, in that order.
-  // Returns 1 when the floor rose, 0 when it stayed.
+  // held bulkhead.job_rows at its reading have ended, then raises the floor to the first
+  // unfinished job, passing at most `step` ids. Each statement in its own transaction, in that
+  // order. Returns 1 when the floor rose, 0 when it stayed.
   int RaiseClaimFloor(int64_t step);
   // Deletes old channel secrets whose rotation window ended and clears the claim's gate of
   // channels left without any. Returns the secrets deleted.

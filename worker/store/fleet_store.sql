@@ -72,7 +72,7 @@ RETURNING name
 -- for stranded while it was being sent (issue 31). Read on
 -- jobs_executing (attempted_by).
 WITH stranded AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET state = CASE WHEN {{flowing}} THEN 'available' ELSE 'parked' END,
          priority = CASE WHEN {{flowing}} THEN j.priority ELSE 3 END,
          attempt = j.attempt - 1,
@@ -153,10 +153,10 @@ SELECT count(pg_terminate_backend(a.pid)) AS deposed
 -- The nodes that own executing jobs are found by a skip scan over jobs_executing — one index
 -- probe per node — so the cost follows the number of nodes, not of jobs in flight.
 WITH RECURSIVE owner(name) AS (
-  (SELECT j.attempted_by FROM bulkhead.jobs j
+  (SELECT j.attempted_by FROM bulkhead.job_rows j
     WHERE j.state = 'executing' ORDER BY j.attempted_by LIMIT 1)
   UNION ALL
-  SELECT (SELECT j.attempted_by FROM bulkhead.jobs j
+  SELECT (SELECT j.attempted_by FROM bulkhead.job_rows j
            WHERE j.state = 'executing' AND j.attempted_by > o.name
            ORDER BY j.attempted_by LIMIT 1)
     FROM owner o
@@ -168,7 +168,7 @@ WITH RECURSIVE owner(name) AS (
           OR NOT EXISTS (SELECT 1 FROM bulkhead.nodes n
                           WHERE n.name = o.name AND n.lease_until > now()))
 ), rescued AS (
-  UPDATE bulkhead.jobs AS j
+  UPDATE bulkhead.job_rows AS j
      SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded'
                       WHEN NOT {{flowing}} THEN 'parked'
                       ELSE 'available' END,
@@ -205,7 +205,7 @@ SELECT (SELECT count(*) FROM rescued) AS jobs,
 -- reads every job in flight of the fleet; this stays one jobs_executing probe per expired node.
 DELETE FROM bulkhead.nodes n
  WHERE n.lease_until < now() - $1 * interval '1 millisecond'
-   AND (SELECT true FROM bulkhead.jobs j
+   AND (SELECT true FROM bulkhead.job_rows j
          WHERE j.state = 'executing' AND j.attempted_by = n.name LIMIT 1) IS NULL
 
 -- name: ForgetSleepers
@@ -240,14 +240,14 @@ DELETE FROM bulkhead.sleepers s
 -- and the bounds leave them out of the plan when it starts, as the batch's own do.
 WITH batch AS MATERIALIZED (
   SELECT coalesce(array_agg(b.id), '{}') AS ids, min(b.id) AS lowest, max(b.id) AS highest
-    FROM (SELECT j.id FROM bulkhead.jobs j
+    FROM (SELECT j.id FROM bulkhead.job_rows j
            WHERE j.state IN ('completed', 'discarded', 'cancelled')
              AND j.finished_at < now() - $1 * interval '1 millisecond'
              AND j.id >= $3 AND j.id < $4
            ORDER BY j.finished_at, j.id
            LIMIT $2) AS b
 ), gone AS (
-  DELETE FROM bulkhead.jobs
+  DELETE FROM bulkhead.job_rows
    WHERE id = ANY((SELECT ids FROM batch)::bigint[])
      AND id BETWEEN (SELECT lowest FROM batch) AND (SELECT highest FROM batch)
      AND state IN ('completed', 'discarded', 'cancelled')
@@ -288,15 +288,15 @@ SELECT bulkhead.add_job_range($1, $2) AS range_name
 -- column live boolean: a job there is available, executing or parked
 -- Four index probes of one range, which the bounds pick when the plan starts: the newest end of
 -- jobs_finished, and one entry of each live state's partial index. Never a read of the range.
-SELECT coalesce((SELECT max(j.finished_at) FROM bulkhead.jobs j
+SELECT coalesce((SELECT max(j.finished_at) FROM bulkhead.job_rows j
                   WHERE j.id >= $1 AND j.id < $2
                     AND j.state IN ('completed', 'discarded', 'cancelled'))
                 < now() - $3 * interval '1 millisecond', true) AS expired,
-       EXISTS (SELECT 1 FROM bulkhead.jobs j
+       EXISTS (SELECT 1 FROM bulkhead.job_rows j
                 WHERE j.id >= $1 AND j.id < $2 AND j.state = 'available')
-       OR EXISTS (SELECT 1 FROM bulkhead.jobs j
+       OR EXISTS (SELECT 1 FROM bulkhead.job_rows j
                    WHERE j.id >= $1 AND j.id < $2 AND j.state = 'executing')
-       OR EXISTS (SELECT 1 FROM bulkhead.jobs j
+       OR EXISTS (SELECT 1 FROM bulkhead.job_rows j
                    WHERE j.id >= $1 AND j.id < $2 AND j.state = 'parked') AS live
 
 -- name: ForgetRangeKeys
@@ -307,7 +307,7 @@ SELECT coalesce((SELECT max(j.finished_at) FROM bulkhead.jobs j
 -- once its job is, as when the prune deletes them together. One read of the range (its keyed
 -- rows name their keys), once in the range's life; a key another job has taken over is left.
 DELETE FROM bulkhead.idempotency_keys k
- USING bulkhead.jobs j
+ USING bulkhead.job_rows j
  WHERE j.id >= $1 AND j.id < $2 AND j.idempotency_key IS NOT NULL
    AND k.channel_id = j.channel_id AND k.key = j.idempotency_key AND k.job_id = j.id
 
@@ -325,15 +325,15 @@ SELECT bulkhead.drop_job_range($1, now() - $2 * interval '1 millisecond') AS dro
 -- column id bigint
 -- One descent of jobs_pkey from its end. Committed rows only, which is what the floor needs: an
 -- id below it was drawn before it, so its transaction either ended already or still holds its
--- lock on bulkhead.jobs when SettleClaimFloor, the next statement, lists the lockers.
-SELECT coalesce((SELECT j.id FROM bulkhead.jobs j ORDER BY j.id DESC LIMIT 1), 0) AS id
+-- lock on bulkhead.job_rows when SettleClaimFloor, the next statement, lists the lockers.
+SELECT coalesce((SELECT j.id FROM bulkhead.job_rows j ORDER BY j.id DESC LIMIT 1), 0) AS id
 
 -- name: SettleClaimFloor
 -- Settles the floor's pending bound once its lockers have ended; $1 + 1 is the next one.
 -- param $1 highest bigint: HighestJobId, read in the statement before
 -- column settled_below bigint
 -- ADR 0027 (migration 0017). The pending bound was one above the highest committed id when it
--- was read, and its lockers every transaction that held a ROW EXCLUSIVE lock on bulkhead.jobs
+-- was read, and its lockers every transaction that held a ROW EXCLUSIVE lock on bulkhead.job_rows
 -- right after. When none of them is left, every id below the bound was drawn by a transaction
 -- that has ended (an INSERT takes that lock before its id's default runs and keeps it until its
 -- transaction ends; a vacuum's lock, which can last minutes, is another mode), so the bound
@@ -346,7 +346,7 @@ SELECT coalesce((SELECT j.id FROM bulkhead.jobs j ORDER BY j.id DESC LIMIT 1), 0
 WITH lockers AS (
   SELECT coalesce(array_agg(DISTINCT l.virtualtransaction), '{}') AS now
     FROM pg_locks l
-   WHERE l.locktype = 'relation' AND l.relation = 'bulkhead.jobs'::regclass
+   WHERE l.locktype = 'relation' AND l.relation = 'bulkhead.job_rows'::regclass
      AND l.mode = 'RowExclusiveLock'
      AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
      AND l.pid IS DISTINCT FROM pg_backend_pid()
@@ -377,7 +377,7 @@ RETURNING f.settled_below
 UPDATE bulkhead.claim_floor AS f
    SET floor_id = n.floor_id, advanced_at = now()
   FROM (SELECT c.generation,
-               coalesce((SELECT j.id FROM bulkhead.jobs j
+               coalesce((SELECT j.id FROM bulkhead.job_rows j
                           WHERE j.id >= c.floor_id AND j.id < c.upto
                             AND j.state NOT IN ('completed', 'discarded', 'cancelled')
                           ORDER BY j.id
@@ -440,10 +440,10 @@ SELECT count(*) AS jobs, count(DISTINCT channel_id) AS channels FROM parked
 -- is locked SKIP LOCKED: a channel in the middle of a transition is left for the next round.
 -- At most 5,000 jobs a round, for ParkBehindOpen's reason.
 WITH RECURSIVE parked_channel(id) AS (
-  (SELECT j.channel_id FROM bulkhead.jobs j
+  (SELECT j.channel_id FROM bulkhead.job_rows j
     WHERE j.state = 'parked' ORDER BY j.channel_id LIMIT 1)
   UNION ALL
-  SELECT (SELECT j.channel_id FROM bulkhead.jobs j
+  SELECT (SELECT j.channel_id FROM bulkhead.job_rows j
            WHERE j.state = 'parked' AND j.channel_id > p.id ORDER BY j.channel_id LIMIT 1)
     FROM parked_channel p
    WHERE p.id IS NOT NULL
@@ -471,12 +471,12 @@ SELECT (SELECT count(*) FROM unparked) AS jobs,
 WITH counts AS (
   SELECT j.queue, CASE WHEN j.scheduled_at <= now() THEN 'available' ELSE 'scheduled' END AS s,
          count(*) AS n
-    FROM bulkhead.jobs j WHERE j.state = 'available' AND j.priority BETWEEN 1 AND 3
+    FROM bulkhead.job_rows j WHERE j.state = 'available' AND j.priority BETWEEN 1 AND 3
    GROUP BY 1, 2
   UNION ALL
-  SELECT j.queue, 'parked', count(*) FROM bulkhead.jobs j WHERE j.state = 'parked' GROUP BY 1
+  SELECT j.queue, 'parked', count(*) FROM bulkhead.job_rows j WHERE j.state = 'parked' GROUP BY 1
   UNION ALL
-  SELECT j.queue, 'executing', count(*) FROM bulkhead.jobs j WHERE j.state = 'executing'
+  SELECT j.queue, 'executing', count(*) FROM bulkhead.job_rows j WHERE j.state = 'executing'
    GROUP BY 1
 )
 SELECT t.name AS tier, s.state, coalesce(c.n, 0) AS n
@@ -517,7 +517,7 @@ SELECT t.name AS tier,
   FROM bulkhead.tiers t
  CROSS JOIN (VALUES (1), (2), (3)) AS p(priority)
   LEFT JOIN LATERAL (
-        SELECT j.scheduled_at FROM bulkhead.jobs j
+        SELECT j.scheduled_at FROM bulkhead.job_rows j
          WHERE j.queue = t.name AND j.state = 'available' AND j.priority = p.priority
            AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
          ORDER BY j.scheduled_at LIMIT 1) AS o ON true
@@ -533,7 +533,7 @@ SELECT t.name AS tier,
 -- way its age says how far back every claim still reads: a parked job of last week, or an
 -- application transaction open for an hour. One descent of jobs_pkey from the floor.
 SELECT coalesce(extract(epoch FROM now() - (
-         SELECT j.created_at FROM bulkhead.jobs j
+         SELECT j.created_at FROM bulkhead.job_rows j
           WHERE j.id >= f.floor_id ORDER BY j.id LIMIT 1)), 0)::float8 AS age_s
   FROM bulkhead.claim_floor f
  WHERE f.one

@@ -15,7 +15,7 @@ coalesce(extract(epoch FROM now() - (
   SELECT min(first.scheduled_at)
     FROM generate_series(1, 3) AS p(priority)
    CROSS JOIN LATERAL (
-         SELECT j.scheduled_at FROM bulkhead.jobs j
+         SELECT j.scheduled_at FROM bulkhead.job_rows j
           WHERE j.queue = {{queue}} AND j.state = 'available' AND j.priority = p.priority
             AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at <= now()
           ORDER BY j.scheduled_at LIMIT 1) AS first))::float8, 0)
@@ -32,13 +32,13 @@ coalesce(extract(epoch FROM now() - (
 (SELECT count(*) FROM (
    SELECT 1 FROM generate_series(1, 3) AS p(priority)
     CROSS JOIN LATERAL (
-          SELECT 1 FROM bulkhead.jobs j
+          SELECT 1 FROM bulkhead.job_rows j
            WHERE j.queue = {{queue}} AND j.state = 'available' AND j.priority = p.priority
              AND j.priority BETWEEN 1 AND 3 AND j.scheduled_at = 'infinity'
              AND j.ordering_key IS NOT NULL
            LIMIT 100001) AS a
    UNION ALL
-   SELECT 1 FROM bulkhead.jobs j
+   SELECT 1 FROM bulkhead.job_rows j
     WHERE j.queue = {{queue}} AND j.state = 'parked' AND j.scheduled_at = 'infinity'
       AND j.ordering_key IS NOT NULL
    LIMIT 100001) AS held)
@@ -87,11 +87,11 @@ coalesce(extract(epoch FROM now() - (
 -- planner read the ctids' rows through jobs_channel_available, whose predicate it implies, and
 -- with statistics from before a burst it scanned the whole index for them (8,186 buffers for 50
 -- jobs beside 60,000 available).
-UPDATE bulkhead.jobs AS j
+UPDATE bulkhead.job_rows AS j
      SET state = 'parked', priority = 3
     FROM {{id_ctid_pairs((SELECT k.id, k.ctid FROM {{changed}}
                            CROSS JOIN LATERAL (
-                                 SELECT k.id, k.ctid FROM bulkhead.jobs k
+                                 SELECT k.id, k.ctid FROM bulkhead.job_rows k
                                   WHERE k.channel_id = {{changed}}.id AND k.state = 'available'
                                   ORDER BY k.priority, k.scheduled_at, k.id
                                   LIMIT {{batch}}) AS k
@@ -107,11 +107,11 @@ UPDATE bulkhead.jobs AS j
 -- their scheduled_at: every channel's fresh deliveries still come first, and a retry that was
 -- waiting keeps waiting. Entries in the primary key, jobs_claim and jobs_channel_available per
 -- job: 100,000 in about 1.1 s here (load/park_bench.sh).
-UPDATE bulkhead.jobs AS j
+UPDATE bulkhead.job_rows AS j
      SET state = 'available'
     FROM {{id_ctid_pairs((SELECT k.id, k.ctid FROM {{changed}}
                            CROSS JOIN LATERAL (
-                                 SELECT k.id, k.ctid FROM bulkhead.jobs k
+                                 SELECT k.id, k.ctid FROM bulkhead.job_rows k
                                   WHERE k.channel_id = {{changed}}.id AND k.state = 'parked'
                                   ORDER BY k.scheduled_at, k.id
                                   LIMIT {{batch}}) AS k
