@@ -208,12 +208,14 @@ open_args() {
 }
 
 # PREPAREs the variant's park and unpark as open_breaker and reset_breaker.
+# $2: the variant's jobs table (jobs_table), which the build's statements name as
+# bulkhead.job_rows; a variant migrated down before 0028 has it as bulkhead.jobs.
 prepare() {
   local format='PREPARE open_breaker AS %s;\nPREPARE reset_breaker AS %s;\n'
   if [ "$1" = flag ]; then
-    printf "$format" "$flag_open" "$flag_reset"
+    printf "$format" "${flag_open//bulkhead.job_rows/$2}" "${flag_reset//bulkhead.job_rows/$2}"
   else
-    printf "$format" "$open_breaker" "$reset_breaker"
+    printf "$format" "${open_breaker//bulkhead.job_rows/$2}" "${reset_breaker//bulkhead.job_rows/$2}"
   fi
 }
 
@@ -221,7 +223,7 @@ prepare() {
 round() {
   local v=$1 phase=$2 out table
   table=$(jobs_table "$(db "$v")")
-  out=$( { prepare "$v"
+  out=$( { prepare "$v" "$table"
     echo '\timing on'
     echo "EXECUTE open_breaker($(open_args "$v")) \\gset park_"
     echo '\timing off'
@@ -257,7 +259,7 @@ explain() {
   local v=$1 phase=$2 file="$run/explain/$1-phase$2.txt" table
   table=$(jobs_table "$(db "$v")")
   mkdir -p "$run/explain"
-  { prepare "$v"
+  { prepare "$v" "$table"
     echo 'BEGIN;'
     echo "EXPLAIN (ANALYZE, BUFFERS, WAL, VERBOSE) EXECUTE open_breaker($(open_args "$v"));"
     echo 'ROLLBACK;'
