@@ -45,7 +45,7 @@ StatementCost ClaimCost(pqxx::connection& conn) {
 
 StatementCost ResultWriteCost(pqxx::connection& conn) {
   return CostOf(conn,
-                "UPDATE bulkhead.jobs AS j%jsonb_to_recordset($1::jsonb) AS r(id bigint, "
+                "UPDATE bulkhead.job_rows AS j%jsonb_to_recordset($1::jsonb) AS r(id bigint, "
                 "attempt smallint, delivered boolean%");
 }
 
